@@ -1,0 +1,46 @@
+# Two commands run the hub: `make run` (install, migrate, seed, serve) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP_FLAGS ?= --quiet --disable-pip-version-check
+
+.PHONY: run test install install-test lint typecheck migrations-check pytest bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install $(PIP_FLAGS) -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install $(PIP_FLAGS) -e ".[test]"
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	$(PY) manage.py runhub
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install-test
+	$(VENV)/bin/mypy .
+
+migrations-check: install-test
+	$(PY) manage.py makemigrations --check --dry-run
+
+# Tests against PostgreSQL run the hub in distributed mode, which wants an explicit key.
+pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
+pytest: install-test
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: lint typecheck migrations-check pytest
+
+clean:
+	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,13 @@
+"""The Celery application. Jobs live in each app's `jobs.py`: in this code "task" is an A2A Task."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
+
+app = Celery("a2ahub")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(related_name="jobs")

@@ -1,0 +1,253 @@
+"""Settings for A2A Hub, read from the environment in one place.
+
+Every variable is validated here; a bad value stops start-up with a message that names it.
+With no configuration the hub runs embedded (SQLite, in-memory channel layer, in-process
+worker); `DATABASE_URL` and `REDIS_URL` turn it into a distributed deployment.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def env_int(name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, not {value}")
+    return value
+
+
+def env_float(name: str, default: float, minimum: float, maximum: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, not {value}")
+    return value
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_url(name: str, schemes: set[str], allow_path: bool = True) -> str:
+    raw = env_str(name)
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    if parts.scheme not in schemes or not parts.hostname:
+        wanted = " or ".join(sorted(f"{s}://" for s in schemes))
+        raise ImproperlyConfigured(f"{name} must be a {wanted} URL with a host, not {raw!r}")
+    if not allow_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
+        raise ImproperlyConfigured(f"{name} must not have a path, query or fragment: {raw!r}")
+    return raw
+
+
+def data_dir() -> Path:
+    path = Path(env_str("DATA_DIR") or BASE_DIR / ".data")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def development_secret_key(directory: Path) -> str:
+    """Kept in the data directory so sessions survive restarts of a development hub."""
+    key_file = directory / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+DATA_DIR = data_dir()
+DEBUG = env_bool("DEBUG", False)
+DATABASE_URL = env_str("DATABASE_URL")
+REDIS_URL = env_url("REDIS_URL", {"redis", "rediss", "unix"})
+EMBEDDED = not REDIS_URL
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if DATABASE_URL and not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DATABASE_URL is set and DEBUG is off "
+            "(a generated key is only for development)"
+        )
+    SECRET_KEY = development_secret_key(DATA_DIR)
+elif len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+
+HOST = env_str("HOST", "127.0.0.1")
+PORT = env_int("PORT", 8000, 1, 65535)
+PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", {"http", "https"}, allow_path=False).rstrip("/")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+if PUBLIC_BASE_URL:
+    ALLOWED_HOSTS.append(urlsplit(PUBLIC_BASE_URL).hostname or "")
+CSRF_TRUSTED_ORIGINS = [PUBLIC_BASE_URL] if PUBLIC_BASE_URL else []
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "oauth2_provider",
+    "agents",
+    "tasks",
+    "push",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "a2ahub.urls"
+ASGI_APPLICATION = "a2ahub.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_config(url: str) -> dict[str, object]:
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "hub.sqlite3",
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    try:
+        config: dict[str, object] = dict(dj_database_url.parse(url))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL we can use: {exc}") from exc
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI every request runs on a new thread, so CONN_MAX_AGE gives no reuse:
+        # a pool is the only way to keep connections across requests.
+        config["CONN_MAX_AGE"] = 0
+        config["OPTIONS"] = {
+            "pool": {
+                "min_size": env_int("DATABASE_POOL_MIN", 2, 0, 100),
+                "max_size": env_int("DATABASE_POOL_MAX", 20, 1, 500),
+                "timeout": 10,
+            }
+        }
+    elif config["ENGINE"] != "django.db.backends.sqlite3":
+        raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
+    return config
+
+
+DATABASES = {"default": database_config(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS: dict[str, dict[str, object]]
+if EMBEDDED:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_CONCURRENCY", 4, 1, 64)
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+# The ASGI app serves static files itself so one command runs a complete hub.
+SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+LOGIN_URL = "admin:login"
+
+# The agent named here also answers at the host root, for clients that only look there.
+HUB_DEFAULT_AGENT = env_str("HUB_DEFAULT_AGENT", "echo")
+HUB_NAME = env_str("HUB_NAME", "A2A Hub")
+CARD_CACHE_SECONDS = env_int("CARD_CACHE_SECONDS", 300, 0, 86400)
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
+    )
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

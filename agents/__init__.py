@@ -1,0 +1,1 @@
+"""Hosted agents: their cards, skills and A2A endpoints."""

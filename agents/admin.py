@@ -1,0 +1,116 @@
+"""The operator's console for agents: skills inline, filters, a rendered card preview."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from agents import cards
+from agents.forms import AgentForm, SkillFormSet
+from agents.models import Agent, Skill
+from agents.views import public_base_url
+
+
+class SkillInline(admin.StackedInline):
+    model = Skill
+    formset = SkillFormSet
+    extra = 0
+    min_num = 0
+    fields = [
+        ("skill_id", "name", "position"),
+        "description",
+        ("tags", "examples"),
+        ("input_modes", "output_modes"),
+        ("security_requirements", "extended_only"),
+    ]
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
+    inlines = [SkillInline]
+    list_display = [
+        "slug",
+        "name",
+        "executor_kind",
+        "enabled",
+        "public",
+        "streaming",
+        "push_notifications",
+        "skill_count",
+        "updated_at",
+    ]
+    list_filter = ["enabled", "public", "executor_kind", "streaming", "push_notifications"]
+    search_fields = ["slug", "name", "description", "skills__name", "skills__skill_id"]
+    readonly_fields = ["created_at", "updated_at"]
+    actions = ["enable_agents", "disable_agents"]
+    fieldsets = [
+        (
+            None,
+            {"fields": ["slug", "name", "description", "version", "enabled", "public", "owner"]},
+        ),
+        (
+            "Provider and links",
+            {"fields": ["provider_organization", "provider_url", "icon_url", "documentation_url"]},
+        ),
+        (
+            "Capabilities",
+            {
+                "fields": [
+                    "streaming",
+                    "push_notifications",
+                    "extended_card",
+                    "extensions",
+                    "default_input_modes",
+                    "default_output_modes",
+                ]
+            },
+        ),
+        ("Security", {"fields": ["security_schemes", "security_requirements"]}),
+        ("Executor", {"fields": ["executor_kind", "executor_settings"]}),
+        ("History", {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        return super().get_queryset(request).annotate(_skill_count=Count("skills", distinct=True))
+
+    @admin.display(description="skills", ordering="_skill_count")
+    def skill_count(self, agent: Agent) -> int:
+        return getattr(agent, "_skill_count", 0)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        agent = self.get_object(request, object_id)
+        if agent is not None:
+            context.update(card_preview_context(request, agent))
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @admin.action(description="Enable the selected agents")
+    def enable_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        count = queryset.update(enabled=True)
+        self.message_user(request, f"{count} agent(s) enabled.", messages.SUCCESS)
+
+    @admin.action(description="Disable the selected agents (their cards and endpoints go away)")
+    def disable_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        count = queryset.update(enabled=False)
+        self.message_user(request, f"{count} agent(s) disabled.", messages.SUCCESS)
+
+
+def card_preview_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
+    base = public_base_url(request)
+    try:
+        document = cards.card_document(cards.build_card(agent, base), cards.UNION)
+        preview = json.dumps(document, indent=2, ensure_ascii=False)
+    except Exception as exc:  # a stored card that no longer builds must still be editable
+        preview = f"This card does not build: {exc}"
+    return {"card_preview": preview, "card_url": cards.card_url(base, agent)}

@@ -1,0 +1,10 @@
+"""App configuration for `agents`."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AgentsConfig(AppConfig):
+    name = "agents"
+    default_auto_field = "django.db.models.BigAutoField"

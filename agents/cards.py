@@ -1,0 +1,215 @@
+"""Agent Cards built from `Agent` rows, in the two shapes the hub serves, and their validation.
+
+The card is built once as the 1.0 protobuf message; the official SDK derives the 0.3 fields
+from it. The union document (1.0 fields plus the 0.3 top-level ones) is what clients of either
+version read by default; the pure 1.0 document is for requests that say `A2A-Version: 1.0`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pydantic
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as v03
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.proto_utils import validate_proto_required_fields
+from django.core.exceptions import ValidationError
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+
+from agents.models import Agent, Skill
+
+UNION = "union"
+V1_0 = "1.0"
+
+# Where a problem found by the SDK's judges is shown on the agent's form.
+_CARD_FIELD_TO_MODEL_FIELD = {
+    "name": "name",
+    "description": "description",
+    "version": "version",
+    "provider": "provider_url",
+    "iconUrl": "icon_url",
+    "documentationUrl": "documentation_url",
+    "capabilities": "extensions",
+    "securitySchemes": "security_schemes",
+    "security": "security_requirements",
+    "securityRequirements": "security_requirements",
+    "defaultInputModes": "default_input_modes",
+    "defaultOutputModes": "default_output_modes",
+    "default_input_modes": "default_input_modes",
+    "default_output_modes": "default_output_modes",
+    "security_schemes": "security_schemes",
+    "security_requirements": "security_requirements",
+    "skills": "skills",
+}
+
+
+def agent_base_url(base_url: str, agent: Agent) -> str:
+    return f"{base_url}/agents/{agent.slug}/"
+
+
+def jsonrpc_url(base_url: str, agent: Agent) -> str:
+    return f"{agent_base_url(base_url, agent)}jsonrpc/"
+
+
+def card_url(base_url: str, agent: Agent) -> str:
+    return f"{agent_base_url(base_url, agent)}.well-known/agent-card.json"
+
+
+def build_card(
+    agent: Agent, base_url: str, skills: Iterable[Skill] | None = None, extended: bool = False
+) -> pb.AgentCard:
+    """The agent's card as the 1.0 message; `skills` lets forms preview unsaved skills."""
+    card = pb.AgentCard(name=agent.name, description=agent.description, version=agent.version)
+    url = jsonrpc_url(base_url, agent)
+    for version in ("1.0", "0.3"):
+        card.supported_interfaces.add(url=url, protocol_binding="JSONRPC", protocol_version=version)
+    if agent.provider_organization or agent.provider_url:
+        card.provider.organization = agent.provider_organization
+        card.provider.url = agent.provider_url
+    if agent.icon_url:
+        card.icon_url = agent.icon_url
+    if agent.documentation_url:
+        card.documentation_url = agent.documentation_url
+    card.capabilities.CopyFrom(build_capabilities(agent))
+    for name, scheme in (agent.security_schemes or {}).items():
+        card.security_schemes[name].CopyFrom(security_scheme(name, scheme))
+    card.security_requirements.extend(security_requirements(agent.security_requirements))
+    card.default_input_modes.extend(agent.default_input_modes or [])
+    card.default_output_modes.extend(agent.default_output_modes or [])
+    chosen = agent.skills.all() if skills is None else skills
+    card.skills.extend(build_skill(s) for s in chosen if extended or not s.extended_only)
+    return card
+
+
+def build_capabilities(agent: Agent) -> pb.AgentCapabilities:
+    capabilities = pb.AgentCapabilities(
+        streaming=agent.streaming, push_notifications=agent.push_notifications
+    )
+    if agent.extended_card:
+        capabilities.extended_agent_card = True
+    for ext in agent.declared_extensions():
+        extension = capabilities.extensions.add(
+            uri=str(ext.get("uri", "")),
+            description=str(ext.get("description", "")),
+            required=bool(ext.get("required", False)),
+        )
+        if ext.get("params"):
+            params = struct_pb2.Struct()
+            params.update(ext["params"])
+            extension.params.CopyFrom(params)
+    return capabilities
+
+
+SCHEME_TYPES = ("apiKey", "http", "oauth2", "openIdConnect", "mutualTLS")
+
+
+def security_scheme(name: str, raw: Any) -> pb.SecurityScheme:
+    """Convert one OpenAPI-style scheme; problems are reported under the scheme's name."""
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind not in SCHEME_TYPES:
+        raise ValidationError(
+            {"security_schemes": f"{name}: type {kind!r} is not one of {', '.join(SCHEME_TYPES)}."}
+        )
+    try:
+        parsed = v03.SecurityScheme.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        problems = [f"{name}: {problem}" for problem in describe_pydantic(exc)]
+        raise ValidationError({"security_schemes": problems}) from exc
+    return conversions.to_core_security_scheme(parsed)
+
+
+def security_requirements(raw: Any) -> list[pb.SecurityRequirement]:
+    if not isinstance(raw, list):
+        raise TypeError("security requirements must be a list")
+    return [conversions.to_core_security_requirement(req) for req in raw]
+
+
+def build_skill(skill: Skill) -> pb.AgentSkill:
+    return pb.AgentSkill(
+        id=skill.skill_id,
+        name=skill.name,
+        description=skill.description,
+        tags=skill.tags,
+        examples=skill.examples,
+        input_modes=skill.input_modes,
+        output_modes=skill.output_modes,
+        security_requirements=security_requirements(skill.security_requirements),
+    )
+
+
+def card_document(card: pb.AgentCard, variant: str) -> dict[str, Any]:
+    if variant == V1_0:
+        return MessageToDict(card)
+    return agent_card_to_dict(card)
+
+
+def etag(document: dict[str, Any], variant: str) -> str:
+    body = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return '"' + hashlib.sha256(f"{variant}:{body}".encode()).hexdigest()[:32] + '"'
+
+
+def validate_agent_card(agent: Agent, skills: Iterable[Skill] | None = None) -> None:
+    """Raise ValidationError (keyed by model field) unless both versions accept the card.
+
+    The judges are the official SDK's 0.3 pydantic model and its 1.0 protobuf message with
+    its required fields; unknown fields in the pure 1.0 card are refused.
+    """
+    try:
+        card = build_card(agent, "https://hub.invalid", skills=skills, extended=True)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValidationError({field_for_build_error(exc): str(exc)}) from exc
+    check_v1(card)
+    check_v03(card_document(card, UNION))
+
+
+def field_for_build_error(exc: Exception) -> str:
+    text = str(exc).lower()
+    if "security requirement" in text or "list" in text:
+        return "security_requirements"
+    if "struct" in text or "params" in text or "extension" in text:
+        return "extensions"
+    return "security_requirements"
+
+
+def check_v1(card: pb.AgentCard) -> None:
+    try:
+        validate_proto_required_fields(card)
+        ParseDict(card_document(card, V1_0), pb.AgentCard())
+    except InvalidParamsError as exc:
+        details = (exc.data or {}).get("errors", [])
+        errors: dict[str, list[str]] = {}
+        for item in details:
+            root = item["field"].split(".")[0].split("[")[0]
+            field = _CARD_FIELD_TO_MODEL_FIELD.get(root, "__all__")
+            errors.setdefault(field, []).append(f"A2A 1.0: {item['field']}: {item['message']}")
+        raise ValidationError(errors) from exc
+    except ParseError as exc:
+        raise ValidationError(f"A2A 1.0 card does not parse: {exc}") from exc
+
+
+def check_v03(document: dict[str, Any]) -> None:
+    try:
+        v03.AgentCard.model_validate(document)
+    except pydantic.ValidationError as exc:
+        errors: dict[str, list[str]] = {}
+        for item in exc.errors():
+            root = str(item["loc"][0]) if item["loc"] else ""
+            field = _CARD_FIELD_TO_MODEL_FIELD.get(root, "__all__")
+            where = ".".join(str(p) for p in item["loc"])
+            errors.setdefault(field, []).append(f"A2A 0.3: {where}: {item['msg']}")
+        raise ValidationError(errors) from exc
+
+
+def describe_pydantic(exc: pydantic.ValidationError) -> list[str]:
+    # A union's errors name the member model first; the field path after it is what helps.
+    return [
+        f"{'.'.join(str(p) for p in item['loc'][1:]) or 'value'}: {item['msg']}"
+        for item in exc.errors()
+    ]

@@ -1,0 +1,1 @@
+"""Executors: the code behind each kind of agent, one module per kind."""

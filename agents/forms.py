@@ -1,0 +1,87 @@
+"""Forms for agents and skills; both run the card through the SDK's 0.3 and 1.0 judges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms.models import construct_instance
+
+from agents.cards import validate_agent_card
+from agents.models import Agent, Skill
+from agents.validators import validate_security_requirements_reference
+
+# Stands in for the skills of an agent that has none yet, so the agent's own fields can be
+# judged before its skills exist; the skill formset insists on a real one.
+PLACEHOLDER_SKILL = Skill(skill_id="placeholder", name="placeholder", description="-", tags=["x"])
+
+
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = [
+            "slug", "name", "description", "version", "enabled", "public", "owner",
+            "provider_organization", "provider_url", "icon_url", "documentation_url",
+            "streaming", "push_notifications", "extended_card", "extensions",
+            "default_input_modes", "default_output_modes", "security_schemes",
+            "security_requirements", "executor_kind", "executor_settings",
+        ]  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        agent = construct_instance(self, self.instance)
+        try:
+            validate_security_requirements_reference(
+                agent.security_requirements, agent.security_schemes
+            )
+        except ValidationError as exc:
+            self.add_error("security_requirements", exc)
+            return cleaned
+        try:
+            skills = list(agent.skills.all()) if agent.pk else []
+            validate_agent_card(agent, skills or [PLACEHOLDER_SKILL])
+        except ValidationError as exc:
+            self.add_card_errors(exc)
+        return cleaned
+
+    def add_card_errors(self, exc: ValidationError) -> None:
+        if not hasattr(exc, "error_dict"):
+            self.add_error(None, exc)
+            return
+        for field, errors in exc.error_dict.items():
+            target = field if field in self.fields else None
+            if field == "skills":
+                target = None
+            self.add_error(target, errors)
+
+
+class SkillFormSet(forms.BaseInlineFormSet):
+    """Checks the whole card once the skills are known: an agent needs at least one skill."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        skills = [
+            form.instance
+            for form in self.forms
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")
+        ]
+        if not skills:
+            raise ValidationError(
+                "An agent needs at least one skill: both card versions list them."
+            )
+        ids = [skill.skill_id for skill in skills]
+        if len(ids) != len(set(ids)):
+            raise ValidationError("Each skill needs its own id.")
+        schemes = self.instance.security_schemes or {}
+        for skill in skills:
+            validate_security_requirements_reference(skill.security_requirements, schemes)
+        try:
+            validate_agent_card(self.instance, skills)
+        except ValidationError as exc:
+            # Agent-level problems are already shown on the agent's fields; here, list them all.
+            raise ValidationError(exc.messages) from exc

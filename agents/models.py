@@ -1,0 +1,137 @@
+"""Hosted agents and their skills: everything an Agent Card of A2A 0.3 or 1.0 carries.
+
+Security schemes are stored in the OpenAPI-style form developers already know (the 0.3
+shape: `{"type": "apiKey", "in": "header", "name": "X-API-Key"}`); `agents.cards` converts
+them to the 1.0 form with the official SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from agents.registry import executor_choices
+from agents.validators import (
+    validate_extensions,
+    validate_nonempty_string_list,
+    validate_security_requirements,
+    validate_security_schemes,
+    validate_string_list,
+)
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+    "Use lowercase letters, digits and inner hyphens (at most 64 characters).",
+)
+
+
+def default_modes() -> list[str]:
+    return ["text/plain"]
+
+
+class Agent(models.Model):
+    slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    description = models.TextField()
+    version = models.CharField(max_length=50, default="1.0.0")
+    provider_organization = models.CharField(max_length=200, blank=True)
+    provider_url = models.URLField(blank=True)
+    icon_url = models.URLField(blank=True)
+    documentation_url = models.URLField(blank=True)
+
+    streaming = models.BooleanField(default=True)
+    push_notifications = models.BooleanField(default=False)
+    extended_card = models.BooleanField(
+        default=False,
+        help_text="Offer an authenticated extended card (it adds the skills marked extended-only).",
+    )
+    extensions = models.JSONField(
+        default=list,
+        validators=[validate_extensions],
+        blank=True,
+        help_text='A list of {"uri", "description", "required", "params"} objects.',
+    )
+    default_input_modes = models.JSONField(
+        default=default_modes, validators=[validate_nonempty_string_list]
+    )
+    default_output_modes = models.JSONField(
+        default=default_modes, validators=[validate_nonempty_string_list]
+    )
+    security_schemes = models.JSONField(
+        default=dict,
+        validators=[validate_security_schemes],
+        blank=True,
+        help_text='Named OpenAPI-style schemes, e.g. {"apiKey": {"type": "apiKey", '
+        '"in": "header", "name": "X-API-Key"}}.',
+    )
+    security_requirements = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_security_requirements],
+        help_text='Alternatives, each naming schemes and scopes, e.g. [{"apiKey": []}].',
+    )
+
+    executor_kind = models.CharField(max_length=40, choices=executor_choices)
+    executor_settings = models.JSONField(default=dict, blank=True)
+
+    enabled = models.BooleanField(default=True)
+    public = models.BooleanField(default=True, help_text="Listed in the hub's catalog.")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="agents",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        indexes = [models.Index(fields=["public", "enabled"], name="agent_public_enabled")]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def declared_extensions(self) -> list[dict[str, Any]]:
+        return [ext for ext in self.extensions if isinstance(ext, dict)]
+
+
+class Skill(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="skills")
+    skill_id = models.CharField(
+        max_length=100,
+        validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "Letters, digits, _ . -")],
+        help_text="The skill's id in the card, unique within its agent.",
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField()
+    tags = models.JSONField(
+        default=list, validators=[validate_nonempty_string_list], help_text="At least one keyword."
+    )
+    examples = models.JSONField(default=list, blank=True, validators=[validate_string_list])
+    input_modes = models.JSONField(
+        default=list, blank=True, validators=[validate_string_list], help_text="Empty: defaults."
+    )
+    output_modes = models.JSONField(
+        default=list, blank=True, validators=[validate_string_list], help_text="Empty: defaults."
+    )
+    security_requirements = models.JSONField(
+        default=list, blank=True, validators=[validate_security_requirements]
+    )
+    extended_only = models.BooleanField(
+        default=False, help_text="Shown only in the authenticated extended card."
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "skill_id"], name="skill_unique_per_agent")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent.slug}/{self.skill_id}"

@@ -1,0 +1,12 @@
+"""URLs of one hosted agent, under /agents/<slug>/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from agents import views
+
+urlpatterns = [
+    path("<str:slug>/.well-known/agent-card.json", views.agent_card, name="agent-card"),
+    path("<str:slug>/.well-known/agent.json", views.agent_card, name="agent-card-legacy"),
+]

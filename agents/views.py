@@ -1,0 +1,103 @@
+"""Views that publish agents: each agent's card, the hub's own card and the catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+
+from agents import cards
+from agents.models import Agent
+
+
+def public_base_url(request: HttpRequest) -> str:
+    return settings.PUBLIC_BASE_URL or request.build_absolute_uri("/").rstrip("/")
+
+
+def requested_version(request: HttpRequest) -> str:
+    raw = request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or ""
+    return ".".join(raw.strip().split(".")[:2])
+
+
+def json_not_found(message: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": {"code": 404, "status": "NOT_FOUND", "message": message}}, status=404
+    )
+
+
+def serve_card(request: HttpRequest, agent: Agent) -> HttpResponse:
+    variant = cards.V1_0 if requested_version(request) == "1.0" else cards.UNION
+    card = cards.build_card(agent, public_base_url(request))
+    document = cards.card_document(card, variant)
+    tag = cards.etag(document, variant)
+    if tag in _if_none_match(request):
+        response = HttpResponse(status=304)
+    else:
+        response = JsonResponse(document, json_dumps_params={"ensure_ascii": False})
+    response["ETag"] = tag
+    response["Cache-Control"] = f"public, max-age={settings.CARD_CACHE_SECONDS}"
+    # Cards are public documents meant to be read by clients on any origin.
+    response["Access-Control-Allow-Origin"] = "*"
+    patch_vary_headers(response, ["A2A-Version"])
+    return response
+
+
+def _if_none_match(request: HttpRequest) -> set[str]:
+    header = request.headers.get("If-None-Match", "")
+    tags = {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
+    return tags
+
+
+def find_agent(slug: str) -> Agent | None:
+    return Agent.objects.filter(slug=slug, enabled=True).prefetch_related("skills").first()
+
+
+@require_GET
+def agent_card(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = find_agent(slug)
+    if agent is None:
+        return json_not_found(f"No agent named {slug!r} is served here.")
+    return serve_card(request, agent)
+
+
+@require_GET
+def hub_card(request: HttpRequest) -> HttpResponse:
+    agent = find_agent(settings.HUB_DEFAULT_AGENT)
+    if agent is None:
+        return json_not_found("This hub has no default agent.")
+    return serve_card(request, agent)
+
+
+@require_GET
+def catalog(request: HttpRequest) -> HttpResponse:
+    base = public_base_url(request)
+    agents = Agent.objects.filter(public=True, enabled=True).prefetch_related("skills")
+    document = {
+        "name": settings.HUB_NAME,
+        "url": f"{base}/",
+        "agents": [catalog_entry(agent, base) for agent in agents],
+    }
+    response = JsonResponse(document, json_dumps_params={"ensure_ascii": False})
+    response["Cache-Control"] = f"public, max-age={min(settings.CARD_CACHE_SECONDS, 60)}"
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+def catalog_entry(agent: Agent, base: str) -> dict[str, Any]:
+    return {
+        "id": agent.slug,
+        "name": agent.name,
+        "description": agent.description,
+        "version": agent.version,
+        "cardUrl": cards.card_url(base, agent),
+        "url": cards.jsonrpc_url(base, agent),
+        "protocolVersions": ["1.0", "0.3"],
+        "skills": [
+            {"id": s.skill_id, "name": s.name, "tags": s.tags}
+            for s in agent.skills.all()
+            if not s.extended_only
+        ],
+    }

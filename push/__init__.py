@@ -1,0 +1,1 @@
+"""Push notifications: per-task webhook configs and their deliveries."""

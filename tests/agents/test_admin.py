@@ -1,0 +1,160 @@
+"""The admin for agents: who may see it, the card preview, and refusal of invalid cards."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from agents.models import Agent
+
+pytestmark = pytest.mark.django_db
+
+
+def agent_form(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "slug": "formed",
+        "name": "Formed",
+        "description": "Made through the admin.",
+        "version": "1.0.0",
+        "enabled": "on",
+        "public": "on",
+        "streaming": "on",
+        "extensions": "[]",
+        "default_input_modes": '["text/plain"]',
+        "default_output_modes": '["text/plain"]',
+        "security_schemes": "{}",
+        "security_requirements": "[]",
+        "executor_kind": "echo",
+        "executor_settings": "{}",
+        "skills-TOTAL_FORMS": "1",
+        "skills-INITIAL_FORMS": "0",
+        "skills-MIN_NUM_FORMS": "0",
+        "skills-MAX_NUM_FORMS": "1000",
+        "skills-0-skill_id": "greet",
+        "skills-0-name": "Greet",
+        "skills-0-position": "0",
+        "skills-0-description": "Says hello.",
+        "skills-0-tags": '["hello"]',
+        "skills-0-examples": "[]",
+        "skills-0-input_modes": "[]",
+        "skills-0-output_modes": "[]",
+        "skills-0-security_requirements": "[]",
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def add_agent(client: Client, **overrides: Any) -> Any:
+    return client.post(reverse("admin:agents_agent_add"), agent_form(**overrides))
+
+
+def test_anonymous_users_are_sent_to_the_login_page(client: Client) -> None:
+    response = client.get(reverse("admin:agents_agent_changelist"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_signed_in_non_staff_users_cannot_enter(client: Client, developer: Any) -> None:
+    client.force_login(developer)
+    response = client.get(reverse("admin:agents_agent_changelist"))
+    assert response.status_code == 302
+
+
+def test_staff_see_agents_with_skill_counts(operator_client: Client, agent_factory: Any) -> None:
+    agent_factory("listed", skills=3)
+    page = operator_client.get(reverse("admin:agents_agent_changelist")).content.decode()
+    assert "listed" in page
+    assert '<td class="field-skill_count">3</td>' in page
+
+
+def test_search_and_filters_narrow_the_list(operator_client: Client, agent_factory: Any) -> None:
+    agent_factory("findme")
+    agent_factory("other", enabled=False)
+    url = reverse("admin:agents_agent_changelist")
+    assert "other" not in operator_client.get(url, {"q": "findme"}).content.decode()
+    page = operator_client.get(url, {"enabled__exact": "0"}).content.decode()
+    assert "findme" not in page and "other" in page
+
+
+def test_change_page_shows_the_rendered_card(operator_client: Client, agent_factory: Any) -> None:
+    agent = agent_factory("preview")
+    page = operator_client.get(reverse("admin:agents_agent_change", args=[agent.pk]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Agent Card preview" in text
+    assert "http://testserver/agents/preview/.well-known/agent-card.json" in text
+    assert "&quot;preferredTransport&quot;: &quot;JSONRPC&quot;" in text
+
+
+def test_a_valid_agent_is_saved_with_its_skill(operator_client: Client) -> None:
+    response = add_agent(operator_client)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    agent = Agent.objects.get(slug="formed")
+    assert [s.skill_id for s in agent.skills.all()] == ["greet"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "fragment"),
+    [
+        ({"security_schemes": '{"k": {"type": "bogus"}}'}, "security_schemes", "bogus"),
+        ({"provider_organization": "Org", "provider_url": ""}, "provider_url", "provider.url"),
+        ({"default_input_modes": "[]"}, "default_input_modes", "required"),
+        ({"default_output_modes": '["", 3]'}, "default_output_modes", "non-empty strings"),
+        (
+            {"security_schemes": '{"k": {"type": "apiKey", "in": "query"}}'},
+            "security_schemes",
+            "k: name",
+        ),
+        ({"security_requirements": '[{"missing": []}]'}, "security_requirements", "missing"),
+        ({"extensions": '[{"description": "no uri"}]'}, "extensions", "uri"),
+        ({"slug": "Bad Slug"}, "slug", "lowercase"),
+    ],
+)
+def test_an_agent_whose_card_is_invalid_is_refused_with_a_field_error(
+    operator_client: Client, overrides: dict[str, str], field: str, fragment: str
+) -> None:
+    response = add_agent(operator_client, **overrides)
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert field in errors, errors
+    assert fragment.lower() in " ".join(errors[field]).lower()
+    assert not Agent.objects.exists()
+
+
+def test_an_agent_without_skills_is_refused(operator_client: Client) -> None:
+    response = add_agent(operator_client, **{"skills-TOTAL_FORMS": "0"})
+    assert response.status_code == 200
+    assert "at least one skill" in response.content.decode()
+    assert not Agent.objects.exists()
+
+
+def test_a_skill_without_tags_is_refused(operator_client: Client) -> None:
+    response = add_agent(operator_client, **{"skills-0-tags": "[]"})
+    assert response.status_code == 200
+    formset_errors = response.context["inline_admin_formsets"][0].formset.errors
+    assert "tags" in formset_errors[0]
+    assert not Agent.objects.exists()
+
+
+def test_editing_keeps_the_card_valid(operator_client: Client, agent_factory: Any) -> None:
+    agent = agent_factory("edited", **{"security_schemes": {}})
+    skill = agent.skills.get()
+    data = agent_form(
+        slug="edited",
+        security_schemes=json.dumps({"key": {"type": "apiKey", "in": "header", "name": "X-K"}}),
+        security_requirements='[{"key": []}]',
+        **{
+            "skills-INITIAL_FORMS": "1",
+            "skills-0-id": str(skill.pk),
+            "skills-0-agent": str(agent.pk),
+            "skills-0-skill_id": skill.skill_id,
+        },
+    )
+    response = operator_client.post(reverse("admin:agents_agent_change", args=[agent.pk]), data)
+    assert response.status_code == 302
+    card = operator_client.get("/agents/edited/.well-known/agent-card.json").json()
+    assert card["security"] == [{"key": []}]

@@ -1,0 +1,76 @@
+"""Shared fixtures: personas, agents, and the real-stack switches.
+
+Personas and their rights:
+- `operator`: staff superuser; runs the hub from the admin and may see and change everything.
+- `developer`: a signed-in user without staff rights; the admin refuses them.
+- anonymous (the plain `client` fixture): may read public cards and the catalog, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from agents.models import Agent, Skill
+
+STACK_ENV = ("DATABASE_URL", "REDIS_URL")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Integration tests need the real stack; locally they skip without it, but where the stack
+    # is required (CI's main run) a missing service must fail instead of quietly skipping.
+    missing = [name for name in STACK_ENV if not os.environ.get(name)]
+    if not missing:
+        return
+    if os.environ.get("A2AHUB_REQUIRE_STACK"):
+        raise pytest.UsageError(f"CI needs {', '.join(missing)} for the integration tests")
+    skip = pytest.mark.skip(reason=f"needs {', '.join(missing)} (the real stack)")
+    for item in items:
+        if "integration" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def operator(db: None) -> User:
+    return User.objects.create_superuser("op", "op@example.com", "operator-pass-123")
+
+
+@pytest.fixture
+def developer(db: None) -> User:
+    return User.objects.create_user("dev", "dev@example.com", "developer-pass-123")
+
+
+@pytest.fixture
+def operator_client(operator: User) -> Client:
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+def make_agent(slug: str, skills: int = 1, **fields: Any) -> Agent:
+    defaults: dict[str, Any] = {
+        "name": slug.title(),
+        "description": f"The {slug} agent.",
+        "executor_kind": "echo",
+    }
+    agent = Agent.objects.create(slug=slug, **(defaults | fields))
+    for n in range(skills):
+        Skill.objects.create(
+            agent=agent,
+            skill_id=f"{slug}-skill-{n}",
+            name=f"Skill {n}",
+            description=f"Skill number {n} of {slug}.",
+            tags=["demo"],
+            examples=["hello"],
+            position=n,
+        )
+    return agent
+
+
+@pytest.fixture
+def agent_factory(db: None) -> Any:
+    return make_agent

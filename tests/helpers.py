@@ -1,0 +1,47 @@
+"""Helpers for tests that run the hub as real processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+
+
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def embedded_env(data_dir: Path) -> dict[str, str]:
+    removed = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PUBLIC_BASE_URL"}
+    env = {k: v for k, v in os.environ.items() if k not in removed}
+    env |= {"DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"}
+    return env

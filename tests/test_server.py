@@ -1,0 +1,67 @@
+"""The hub as a user starts it: a real server process answering over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver
+
+from tests.helpers import ROOT, embedded_env, free_port, manage, wait_for_http
+
+
+@pytest.fixture
+def running_hub(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    env = embedded_env(tmp_path)
+    manage("migrate", "--noinput", env=env)
+    seeded = manage("seed_demo", env=env).stdout
+    password = re.search(r"password '([^']+)'", seeded)
+    assert password is not None
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "runhub", "--port", str(port)], cwd=ROOT, env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/.well-known/agent-card.json", process)
+        yield base, password.group(1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_the_served_echo_card_is_read_by_the_official_resolver(
+    running_hub: tuple[str, str],
+) -> None:
+    base, _ = running_hub
+
+    async def resolve() -> object:
+        async with httpx.AsyncClient() as http:
+            return await A2ACardResolver(http, f"{base}/agents/echo").get_agent_card()
+
+    card = asyncio.run(resolve())
+    interfaces = card.supported_interfaces  # type: ignore[attr-defined]
+    jsonrpc = [i for i in interfaces if i.protocol_binding == "JSONRPC"]
+    assert jsonrpc[0].url == f"{base}/agents/echo/jsonrpc/"
+    assert card.name == "Echo"  # type: ignore[attr-defined]
+
+
+def test_the_operator_signs_in_to_the_admin(running_hub: tuple[str, str]) -> None:
+    base, password = running_hub
+    with httpx.Client(base_url=base, follow_redirects=True) as http:
+        login = http.get("/admin/login/")
+        token = http.cookies["csrftoken"]
+        page = http.post(
+            "/admin/login/?next=/admin/",
+            data={"username": "operator", "password": password, "csrfmiddlewaretoken": token},
+            headers={"Referer": str(login.url)},
+        )
+        assert "Site administration" in page.text
+        assert "Agents" in page.text
+        assert http.get("/static/admin/css/base.css").status_code == 200
