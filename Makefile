@@ -35,8 +35,9 @@ typecheck: install-test
 migrations-check: install-test
 	$(PY) manage.py makemigrations --check --dry-run
 
-# Tests against PostgreSQL run the hub in distributed mode, which wants an explicit key.
-pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
+# Checks against PostgreSQL load the distributed settings, which want an explicit key.
+test lint typecheck migrations-check pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
+
 pytest: install-test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
