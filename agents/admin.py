@@ -71,7 +71,7 @@ class AgentAdmin(admin.ModelAdmin):
             },
         ),
         ("Security", {"fields": ["security_schemes", "security_requirements"]}),
-        ("Executor", {"fields": ["executor_kind", "executor_settings"]}),
+        ("Executor", {"fields": ["executor_kind", "executor_settings", "execution_mode"]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 

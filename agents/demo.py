@@ -6,6 +6,15 @@ from typing import Any
 
 API_KEY_SCHEME = {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
 
+CONFORMANCE_MODES = ["text/plain", "application/json", "application/octet-stream", "text/*"]
+CONFORMANCE_SKILL = {
+    "skill_id": "conformance",
+    "name": "Conformance scenarios",
+    "description": "Runs the scenario named by the messageId prefix (tck-<scenario>-<hex>).",
+    "tags": ["conformance", "tck"],
+    "examples": ["tck-complete-task-0001"],
+}
+
 DEMO_AGENTS: list[dict[str, Any]] = [
     {
         "slug": "echo",
@@ -23,6 +32,61 @@ DEMO_AGENTS: list[dict[str, Any]] = [
                 "description": "Repeats text, files and data back to the caller.",
                 "tags": ["echo", "test"],
                 "examples": ["Hello, echo!"],
+            }
+        ],
+    },
+    {
+        "slug": "tck",
+        "name": "TCK conformance agent",
+        "description": "Behaves as the A2A conformance kit expects, scenario by scenario.",
+        "executor_kind": "conformance",
+        "default_input_modes": CONFORMANCE_MODES,
+        "default_output_modes": CONFORMANCE_MODES,
+        "skills": [CONFORMANCE_SKILL],
+    },
+    {
+        "slug": "tck-ext",
+        "name": "TCK conformance agent (required extension)",
+        "description": "The conformance agent, declaring an extension every caller must use.",
+        "executor_kind": "conformance",
+        "default_input_modes": CONFORMANCE_MODES,
+        "default_output_modes": CONFORMANCE_MODES,
+        "extensions": [
+            {
+                "uri": "urn:a2a:tck:required-extension",
+                "description": "The conformance kit's required extension.",
+                "required": True,
+            }
+        ],
+        "skills": [CONFORMANCE_SKILL],
+    },
+    {
+        "slug": "interview",
+        "name": "Interviewer",
+        "description": "Asks for your name, then greets you: a two-turn conversation.",
+        "executor_kind": "interview",
+        "skills": [
+            {
+                "skill_id": "greet",
+                "name": "Greet",
+                "description": "Asks a question and answers the reply.",
+                "tags": ["multi-turn", "demo"],
+                "examples": ["Hi!", "Ada"],
+            }
+        ],
+    },
+    {
+        "slug": "slow",
+        "name": "Slow worker",
+        "description": "Works for as many seconds as you ask, reporting progress; cancellable.",
+        "executor_kind": "slow",
+        "skills": [
+            {
+                "skill_id": "wait",
+                "name": "Wait",
+                "description": "Works for N seconds (default 5).",
+                "tags": ["long-running", "demo"],
+                "examples": ["10"],
             }
         ],
     },

@@ -25,7 +25,7 @@ class AgentForm(forms.ModelForm):
             "provider_organization", "provider_url", "icon_url", "documentation_url",
             "streaming", "push_notifications", "extended_card", "extensions",
             "default_input_modes", "default_output_modes", "security_schemes",
-            "security_requirements", "executor_kind", "executor_settings",
+            "security_requirements", "executor_kind", "executor_settings", "execution_mode",
         ]  # fmt: skip
 
     def clean(self) -> dict[str, Any]:

@@ -7,6 +7,8 @@ them to the 1.0 form with the official SDK.
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from typing import Any
 
 from django.conf import settings
@@ -76,6 +78,12 @@ class Agent(models.Model):
 
     executor_kind = models.CharField(max_length=40, choices=executor_choices)
     executor_settings = models.JSONField(default=dict, blank=True)
+    execution_mode = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[("inline", "inline (in the web process)"), ("worker", "worker (a Celery job)")],
+        help_text="Empty: the executor kind's default.",
+    )
 
     enabled = models.BooleanField(default=True)
     public = models.BooleanField(default=True, help_text="Listed in the hub's catalog.")
@@ -135,3 +143,48 @@ class Skill(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent.slug}/{self.skill_id}"
+
+
+class ApiKey(models.Model):
+    """A credential for A2A clients; only its hash is stored, the key is shown once."""
+
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="api_keys",
+    )  # fmt: skip
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys",
+        help_text="Empty: the key works for every agent.",
+    )  # fmt: skip
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def principal(self) -> str:
+        return f"apikey:{self.pk}"
+
+    @classmethod
+    def issue(cls, name: str, owner: Any = None, agent: Agent | None = None) -> tuple[ApiKey, str]:
+        """Create a key and return it with its secret, which is not kept anywhere."""
+        prefix = secrets.token_hex(6)
+        raw = f"a2a_{prefix}_{secrets.token_urlsafe(32)}"
+        key = cls.objects.create(
+            name=name, owner=owner, agent=agent, prefix=prefix, key_hash=hash_key(raw)
+        )
+        return key, raw
+
+
+def hash_key(raw: str) -> str:
+    # Keys are 256 random bits, so a fast hash is enough; a slow one would only cost latency.
+    return hashlib.sha256(raw.encode()).hexdigest()

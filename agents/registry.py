@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,24 @@ class ExecutorKind:
 
 EXECUTORS: dict[str, ExecutorKind] = {
     "echo": ExecutorKind("agents.executors.echo.EchoExecutor", "Echo"),
+    "conformance": ExecutorKind(
+        "agents.executors.conformance.ConformanceExecutor", "Conformance (A2A TCK scenarios)"
+    ),
+    "interview": ExecutorKind(
+        "agents.executors.interview.InterviewExecutor", "Multi-turn demo (asks, then answers)"
+    ),
+    "slow": ExecutorKind(
+        "agents.executors.slow.SlowExecutor", "Slow demo (progress, cancellable)", "worker"
+    ),
 }
+
+
+def execution_mode(agent: Agent) -> str:
+    """The agent's own choice, or its executor kind's default."""
+    if agent.execution_mode:
+        return agent.execution_mode
+    kind = EXECUTORS.get(agent.executor_kind)
+    return kind.default_mode if kind else "inline"
 
 
 def executor_choices() -> list[tuple[str, str]]:

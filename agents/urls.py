@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import views
+from agents import jsonrpc, views
 
 urlpatterns = [
     path("<str:slug>/.well-known/agent-card.json", views.agent_card, name="agent-card"),
     path("<str:slug>/.well-known/agent.json", views.agent_card, name="agent-card-legacy"),
+    # Both spellings: a POST must never meet an APPEND_SLASH redirect.
+    path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
+    path("<str:slug>/jsonrpc", jsonrpc.endpoint),
 ]

@@ -1,0 +1,206 @@
+"""The JSON-RPC 2.0 binding of one agent: checks at the door, the envelope, the version, then
+the method table. Both protocol versions share this endpoint and the handlers behind it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.utils.proto_utils import validate_proto_required_fields
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from google.protobuf.json_format import ParseDict, ParseError
+
+from agents import cards
+from agents.calls import Call
+from agents.errors import (
+    A2AError,
+    AuthenticationRequired,
+    ExtensionSupportRequiredError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+    error_object,
+    internal_error,
+    invalid_params,
+)
+from agents.method_table import V03_METHODS, V1_METHODS, Method, resolve
+from agents.models import Agent
+from agents.principals import authenticate
+from agents.v03 import PARAMS_IN, RESULT_OUT
+from agents.views import find_agent, json_not_found, public_base_url
+from tasks.wire import V03, V1, to_json
+
+SUPPORTED_VERSIONS = (V03, V1)
+SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+
+
+class Rejection(Exception):
+    """A request refused before JSON-RPC begins, with its own HTTP status."""
+
+    def __init__(self, status: int, error: A2AError) -> None:
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+
+
+def rpc_response(request_id: Any, version: str, result: Any = None,
+                 error: A2AError | None = None, status: int = 200) -> JsonResponse:  # fmt: skip
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    if error is not None:
+        body["error"] = error_object(error, version)
+    else:
+        body["result"] = result
+    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def request_version(request: HttpRequest) -> str:
+    raw = (request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or "").strip()
+    if not raw:
+        return V03
+    version = ".".join(raw.split(".")[:2])
+    if version not in SUPPORTED_VERSIONS:
+        raise VersionNotSupportedError(
+            f"A2A version {raw!r} is not served here; use one of {', '.join(SUPPORTED_VERSIONS)}."
+        )
+    return version
+
+
+def check_door(request: HttpRequest) -> bytes:
+    """Size and media type come before anything is parsed."""
+    declared = request.headers.get("Content-Length", "")
+    limit = settings.A2A_MAX_REQUEST_BYTES
+    if declared.isdigit() and int(declared) > limit:
+        raise Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
+    media = (request.content_type or "").lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise Rejection(415, InvalidRequestError("Send JSON-RPC as application/json."))
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise Rejection(
+            413, InvalidRequestError(f"The request body is over {limit} bytes.")
+        ) from None
+    if len(body) > limit:
+        raise Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
+    return body
+
+
+def parse_envelope(body: bytes) -> tuple[Any, str, dict[str, Any]]:
+    try:
+        envelope = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise JSONParseError("The body is not valid JSON.") from None
+    if isinstance(envelope, list):
+        raise InvalidRequestError("Batch requests are not supported.")
+    if not isinstance(envelope, dict) or envelope.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('A request must be an object with "jsonrpc": "2.0".')
+    request_id = envelope.get("id")
+    if (
+        "id" not in envelope
+        or isinstance(request_id, bool)
+        or not isinstance(request_id, str | int)
+    ):
+        raise InvalidRequestError('A request needs an "id" that is a string or a number.')
+    method = envelope.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidRequestError('A request needs a "method" string.')
+    params = envelope.get("params", {})
+    if not isinstance(params, dict):
+        raise InvalidRequestError('"params" must be an object.')
+    return request_id, method, params
+
+
+def find_method(method: str, version: str) -> Method:
+    table = V1_METHODS if version == V1 else V03_METHODS
+    if method in table:
+        return table[method]
+    if version == V03 and method in V1_METHODS:
+        raise VersionNotSupportedError(
+            f"{method} is an A2A 1.0 method: send the header A2A-Version: 1.0."
+        )
+    raise MethodNotFoundError(f"Method {method!r} is not available.")
+
+
+def check_extensions(request: HttpRequest, agent: Agent, method: str) -> frozenset[str]:
+    raw = request.headers.get("A2A-Extensions") or request.headers.get("X-A2A-Extensions") or ""
+    declared = frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
+    if method in SEND_METHODS:
+        for ext in agent.declared_extensions():
+            if ext.get("required") and ext.get("uri") not in declared:
+                raise ExtensionSupportRequiredError(
+                    f"This agent requires the extension {ext.get('uri')}; "
+                    "declare it in the A2A-Extensions header."
+                )
+    return declared
+
+
+def parse_params(method: Method, params: dict[str, Any], version: str) -> Any:
+    if version == V03:
+        return PARAMS_IN[method.adapter](params)
+    try:
+        request = ParseDict(params, method.request(), ignore_unknown_fields=True)
+    except ParseError as exc:
+        raise invalid_params("params", str(exc)) from None
+    validate_proto_required_fields(request)
+    return request
+
+
+def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
+    if version == V03:
+        return RESULT_OUT[method.adapter](result)
+    if method.handler == "tasks.methods.send_message":
+        from tasks.wire import send_result_json
+
+        return send_result_json(result, V1)
+    if method.handler == "agents.methods.get_extended_card":
+        return cards.card_document(result, cards.V1_0)
+    return to_json(result)
+
+
+def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
+    response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                                       "message": exc.message}}, status=401)  # fmt: skip
+    response["WWW-Authenticate"] = exc.challenge
+    return response
+
+
+@csrf_exempt
+async def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method != "POST":
+        response = JsonResponse(
+            {"error": {"code": 405, "message": "POST JSON-RPC here."}}, status=405
+        )
+        response["Allow"] = "POST"
+        return response
+    agent = await sync_to_async(find_agent)(slug)
+    if agent is None:
+        return json_not_found(f"No agent named {slug!r} is served here.")
+    version = V03
+    request_id: Any = None
+    try:
+        body = check_door(request)
+        principal = await sync_to_async(authenticate)(request, agent)
+        request_id, method_name, params = parse_envelope(body)
+        version = request_version(request)
+        method = find_method(method_name, version)
+        extensions = check_extensions(request, agent, method_name)
+        call = Call(agent, principal, version, public_base_url(request), extensions)
+        if method.streaming and not agent.streaming:
+            raise UnsupportedOperationError("This agent does not stream.")
+        parsed = parse_params(method, params, version)
+        result = await resolve(method.handler)(call, parsed)
+        return rpc_response(request_id, version, render_result(method, result, version, call))
+    except AuthenticationRequired as exc:
+        return unauthorized(exc)
+    except Rejection as exc:
+        return rpc_response(None, version, error=exc.error, status=exc.status)
+    except A2AError as exc:
+        return rpc_response(request_id, version, error=exc)
+    except Exception as exc:
+        return rpc_response(request_id, version, error=internal_error(exc))

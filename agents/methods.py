@@ -1,0 +1,19 @@
+"""A2A methods owned by the agents app: the authenticated extended card."""
+
+from __future__ import annotations
+
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+
+from agents import cards
+from agents.calls import Call
+from agents.errors import AuthenticationRequired, ExtendedAgentCardNotConfiguredError
+from agents.principals import challenge
+
+
+async def get_extended_card(call: Call, request: pb.GetExtendedAgentCardRequest) -> pb.AgentCard:
+    if not call.agent.extended_card:
+        raise ExtendedAgentCardNotConfiguredError("This agent has no extended card.")
+    if call.principal.is_anonymous:
+        raise AuthenticationRequired("The extended card needs credentials.", challenge(call.agent))
+    return await sync_to_async(cards.build_card)(call.agent, call.base_url, None, True)

@@ -1,0 +1,72 @@
+"""The A2A 0.3 adapter: 0.3 params in (validated by the SDK's 0.3 models), 1.0 requests to
+the one set of handlers, 0.3 JSON out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pydantic
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as v03
+from a2a.types import a2a_pb2 as pb
+
+from agents import cards
+from agents.errors import invalid_params
+from tasks.wire import V03, dump_v03, send_result_json, task_json
+
+
+def validated(model: type[pydantic.BaseModel], params: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(params)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "params"
+        raise invalid_params(where, first["msg"]) from None
+
+
+def send_in(params: dict[str, Any]) -> pb.SendMessageRequest:
+    parsed = validated(v03.MessageSendParams, params)
+    request = conversions.to_core_send_message_request(v03.SendMessageRequest(id=0, params=parsed))
+    config = parsed.configuration
+    # Here historyLength 0 means "no history" in both versions (the SDK reads 0.3's 0 as "all").
+    if config is not None and config.history_length is not None:
+        request.configuration.history_length = config.history_length
+    return request
+
+
+def get_in(params: dict[str, Any]) -> pb.GetTaskRequest:
+    parsed = validated(v03.TaskQueryParams, params)
+    request = pb.GetTaskRequest(id=parsed.id)
+    if parsed.history_length is not None:
+        request.history_length = parsed.history_length
+    return request
+
+
+def cancel_in(params: dict[str, Any]) -> pb.CancelTaskRequest:
+    return pb.CancelTaskRequest(id=validated(v03.TaskIdParams, params).id)
+
+
+def card_in(params: dict[str, Any]) -> pb.GetExtendedAgentCardRequest:
+    return pb.GetExtendedAgentCardRequest()
+
+
+def card_out(card: pb.AgentCard) -> dict[str, Any]:
+    return cards.card_document(card, cards.UNION)
+
+
+PARAMS_IN: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "send": send_in,
+    "get": get_in,
+    "cancel": cancel_in,
+    "card": card_in,
+}
+
+RESULT_OUT: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "send": lambda result: send_result_json(result, V03),
+    "get": lambda task: task_json(task, V03),
+    "cancel": lambda task: task_json(task, V03),
+    "card": card_out,
+}
+
+__all__ = ["PARAMS_IN", "RESULT_OUT", "dump_v03"]

@@ -1,0 +1,372 @@
+"""The only writer of task state.
+
+Every change is a conditional UPDATE on the state the writer expects, the rows it adds
+(messages, artifacts) and one numbered `TaskEvent` per change, in one transaction; the events
+are published to the listeners after commit. Terminal tasks never change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from tasks import events
+from tasks.models import (
+    OPEN_STATES,
+    TERMINAL_STATES,
+    Artifact,
+    Message,
+    Task,
+    TaskEvent,
+    TaskState,
+)
+from tasks.wire import ENDING_STATES, PB_TO_ROLE, STATE_TO_PB, task_to_pb, to_json
+
+S = TaskState
+# For each target state, the states a task may be in to move there.
+ALLOWED_FROM: dict[TaskState, frozenset[TaskState]] = {
+    S.WORKING: frozenset({S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED}),
+    S.INPUT_REQUIRED: frozenset({S.SUBMITTED, S.WORKING}),
+    S.AUTH_REQUIRED: frozenset({S.SUBMITTED, S.WORKING}),
+    S.COMPLETED: frozenset({S.SUBMITTED, S.WORKING}),
+    S.REJECTED: frozenset({S.SUBMITTED, S.WORKING}),
+    S.FAILED: frozenset(OPEN_STATES),
+    S.CANCELED: frozenset(OPEN_STATES),
+}
+ARTIFACT_ALLOWED_FROM = frozenset({S.SUBMITTED, S.WORKING})
+
+
+class TransitionRefused(Exception):
+    """The change is not allowed from the task's state (or the task moved on meanwhile)."""
+
+    def __init__(self, current: str | None, wanted: str) -> None:
+        super().__init__(f"cannot go from {current} to {wanted}")
+        self.current = current
+
+
+@dataclass
+class StatusChange:
+    state: TaskState
+    message: pb.Message | None = None
+
+
+@dataclass
+class ArtifactChange:
+    artifact: pb.Artifact
+    append: bool = False
+    last_chunk: bool = False
+
+
+Change = StatusChange | ArtifactChange
+
+
+@dataclass
+class NewTask:
+    agent_id: int
+    owner: str
+    context_id: str
+    message: pb.Message
+    protocol_version: str
+    execution_mode: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+@dataclass
+class Outcome:
+    """What a write left behind: the state, and the snapshot when the task reached an end."""
+
+    state: TaskState
+    last_sequence: int
+    snapshot: pb.Task | None = None
+
+
+def check_transition(current: TaskState, change: Change) -> TaskState:
+    if isinstance(change, ArtifactChange):
+        if current not in ARTIFACT_ALLOWED_FROM:
+            raise TransitionRefused(current, "artifact")
+        return current
+    if current not in ALLOWED_FROM[change.state]:
+        raise TransitionRefused(current, change.state)
+    return change.state
+
+
+def final_state(start: TaskState, changes: Sequence[Change]) -> TaskState:
+    state = start
+    for change in changes:
+        state = check_transition(state, change)
+    return state
+
+
+class Writer:
+    """Collects the rows and events of one transaction on one task."""
+
+    def __init__(self, task: Task, sequence: int, now: datetime) -> None:
+        self.task = task
+        self.sequence = sequence
+        self.now = now
+        self.events: list[TaskEvent] = []
+        self.messages: list[Message] = []
+        self.artifacts: list[Artifact] = []
+        self.updated_artifacts: list[Artifact] = []
+
+    def add_event(self, kind: str, payload: dict[str, Any]) -> None:
+        self.sequence += 1
+        self.events.append(
+            TaskEvent(
+                task=self.task,
+                sequence=self.sequence,
+                kind=kind,
+                payload=payload,
+                created_at=self.now,
+            )
+        )
+
+    def add_message(self, message: pb.Message, position: int) -> Message:
+        row = Message(
+            task=self.task,
+            context_id=self.task.context_id,
+            message_id=message.message_id or uuid.uuid4().hex,
+            role=PB_TO_ROLE.get(message.role, "agent"),
+            parts=[to_json(p) for p in message.parts],
+            reference_task_ids=list(message.reference_task_ids),
+            extensions=list(message.extensions),
+            metadata=to_json(message.metadata) if message.HasField("metadata") else {},
+            position=position,
+            created_at=self.now,
+        )
+        self.messages.append(row)
+        return row
+
+    def status(self, change: StatusChange, position: int) -> None:
+        self.task.state = change.state
+        self.task.status_timestamp = self.now
+        self.task.status_message = None
+        status = pb.TaskStatus(state=STATE_TO_PB[change.state])
+        status.timestamp.FromDatetime(self.now)
+        if change.message is not None:
+            message = stamp(change.message, self.task, pb.ROLE_AGENT)
+            self.add_message(message, position)
+            self.task.status_message = to_json(message)
+            status.message.CopyFrom(message)
+        update = pb.TaskStatusUpdateEvent(
+            task_id=str(self.task.id), context_id=self.task.context_id, status=status
+        )
+        self.add_event("status", {"statusUpdate": to_json(update)})
+
+    def artifact(self, change: ArtifactChange, existing: dict[str, Artifact]) -> None:
+        artifact = change.artifact
+        if not artifact.artifact_id:
+            artifact.artifact_id = uuid.uuid4().hex
+        parts = [to_json(p) for p in artifact.parts]
+        row = existing.get(artifact.artifact_id)
+        if row is not None and change.append:
+            row.parts = [*row.parts, *parts]
+            row.updated_at = self.now
+            if row not in self.artifacts and row not in self.updated_artifacts:
+                self.updated_artifacts.append(row)
+        elif row is not None:
+            row.parts, row.name, row.updated_at = parts, artifact.name or row.name, self.now
+            if row not in self.artifacts and row not in self.updated_artifacts:
+                self.updated_artifacts.append(row)
+        else:
+            row = artifact_row(self.task, artifact, parts, len(existing), self.now)
+            existing[artifact.artifact_id] = row
+            self.artifacts.append(row)
+        update = pb.TaskArtifactUpdateEvent(
+            task_id=str(self.task.id), context_id=self.task.context_id, artifact=artifact,
+            append=change.append, last_chunk=change.last_chunk,
+        )  # fmt: skip
+        self.add_event("artifact", {"artifactUpdate": to_json(update)})
+
+    def save_rows(self) -> None:
+        Message.objects.bulk_create(self.messages)
+        Artifact.objects.bulk_create(self.artifacts)
+        for row in self.updated_artifacts:
+            row.save(update_fields=["parts", "name", "updated_at"])
+        TaskEvent.objects.bulk_create(self.events)
+
+
+def artifact_row(
+    task: Task, artifact: pb.Artifact, parts: list[dict[str, Any]], position: int, now: datetime
+) -> Artifact:
+    return Artifact(
+        task=task,
+        artifact_id=artifact.artifact_id,
+        name=artifact.name,
+        description=artifact.description,
+        parts=parts,
+        extensions=list(artifact.extensions),
+        metadata=to_json(artifact.metadata) if artifact.HasField("metadata") else {},
+        position=position,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def stamp(message: pb.Message, task: Task, role: int) -> pb.Message:
+    stamped = pb.Message()
+    stamped.CopyFrom(message)
+    stamped.task_id = str(task.id)
+    stamped.context_id = task.context_id
+    if not stamped.role:
+        stamped.role = role  # type: ignore[assignment]
+    if not stamped.message_id:
+        stamped.message_id = uuid.uuid4().hex
+    return stamped
+
+
+def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -> Outcome:
+    """Store a new task with its first message and, in the same transaction, any changes the
+    executor already made (a fast agent's whole life is one transaction)."""
+    now = timezone.now()
+    end = final_state(S.SUBMITTED, changes)
+    task = Task(
+        id=spec.id, context_id=spec.context_id, agent_id=spec.agent_id, owner=spec.owner,
+        state=S.SUBMITTED, status_timestamp=now, metadata=spec.metadata,
+        protocol_version=spec.protocol_version, execution_mode=spec.execution_mode,
+        runner=runner, heartbeat_at=now if runner else None, created_at=now, updated_at=now,
+    )  # fmt: skip
+    writer = Writer(task, 0, now)
+    first = writer.add_message(stamp(spec.message, task, pb.ROLE_USER), 0)
+    writer.add_event("task", {"task": to_json(task_to_pb(task, [first]))})
+    apply_changes(writer, changes, {}, 1)
+    task.last_sequence = writer.sequence
+    with transaction.atomic():
+        task.save(force_insert=True)
+        writer.save_rows()
+        after_commit(writer)
+    snapshot = None
+    if end in ENDING_STATES:
+        snapshot = task_to_pb(task, writer.messages, writer.artifacts)
+    return Outcome(end, writer.sequence, snapshot)
+
+
+def apply_changes(
+    writer: Writer, changes: Sequence[Change], artifacts: dict[str, Artifact], position: int
+) -> None:
+    for change in changes:
+        if isinstance(change, StatusChange):
+            writer.status(change, position)
+            position += 1 if change.message is not None else 0
+        else:
+            writer.artifact(change, artifacts)
+
+
+def record(task_id: uuid.UUID, expected: TaskState, changes: Sequence[Change]) -> Outcome:
+    """Apply an executor's changes to a stored task that is still in the `expected` state."""
+    end = final_state(expected, changes)
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Task.objects.filter(id=task_id, state=expected).update(
+            state=end, last_sequence=F("last_sequence") + count_events(changes),
+            updated_at=now, heartbeat_at=now,
+        )  # fmt: skip
+        if not updated:
+            current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
+            raise TransitionRefused(current, end)
+        task = Task.objects.get(id=task_id)
+        writer = Writer(task, task.last_sequence - count_events(changes), now)
+        artifacts = existing_artifacts(task, changes)
+        position = Message.objects.filter(task=task).count()
+        apply_changes(writer, changes, artifacts, position)
+        save_status(task)
+        writer.save_rows()
+        after_commit(writer)
+    return Outcome(end, writer.sequence)
+
+
+def count_events(changes: Sequence[Change]) -> int:
+    return len(changes)
+
+
+def existing_artifacts(task: Task, changes: Sequence[Change]) -> dict[str, Artifact]:
+    if not any(isinstance(c, ArtifactChange) for c in changes):
+        return {}
+    return {a.artifact_id: a for a in Artifact.objects.filter(task=task)}
+
+
+def save_status(task: Task) -> None:
+    Task.objects.filter(id=task.id).update(
+        status_message=task.status_message, status_timestamp=task.status_timestamp
+    )
+
+
+def add_user_message(task_id: uuid.UUID, owner: str, message: pb.Message) -> Outcome:
+    """A follow-up message resumes an interrupted task: it goes back to working."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Task.objects.filter(
+            id=task_id, owner=owner, state__in=[S.INPUT_REQUIRED, S.AUTH_REQUIRED]
+        ).update(state=S.WORKING, last_sequence=F("last_sequence") + 1, updated_at=now)
+        if not updated:
+            current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
+            raise TransitionRefused(current, S.WORKING)
+        task = Task.objects.get(id=task_id)
+        writer = Writer(task, task.last_sequence - 1, now)
+        writer.add_message(stamp(message, task, pb.ROLE_USER), task.messages.count())
+        writer.status(StatusChange(S.WORKING), 0)
+        save_status(task)
+        writer.save_rows()
+        after_commit(writer)
+    return Outcome(S.WORKING, writer.sequence)
+
+
+def cancel(task_id: uuid.UUID, owner: str, reason: str = "") -> Outcome:
+    """Cancel an open task; its runner, wherever it is, hears the event and stops."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Task.objects.filter(id=task_id, owner=owner, state__in=OPEN_STATES).update(
+            state=S.CANCELED, last_sequence=F("last_sequence") + 1, updated_at=now
+        )
+        if not updated:
+            current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
+            raise TransitionRefused(current, S.CANCELED)
+        task = Task.objects.get(id=task_id)
+        writer = Writer(task, task.last_sequence - 1, now)
+        message = agent_text(reason) if reason else None
+        writer.status(StatusChange(S.CANCELED, message), task.messages.count())
+        save_status(task)
+        writer.save_rows()
+        after_commit(writer)
+    return Outcome(S.CANCELED, writer.sequence)
+
+
+def fail_stale(task_id: uuid.UUID, reason: str) -> bool:
+    """Fail an open task whose runner went silent; False when it finished meanwhile."""
+    task = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
+    if task is None or task in TERMINAL_STATES:
+        return False
+    try:
+        record(task_id, TaskState(task), [StatusChange(S.FAILED, agent_text(reason))])
+    except TransitionRefused:
+        return False
+    Task.objects.filter(id=task_id).update(last_error=reason)
+    return True
+
+
+def heartbeat(task_id: uuid.UUID, runner: str) -> None:
+    Task.objects.filter(id=task_id, state__in=OPEN_STATES).update(
+        runner=runner, heartbeat_at=timezone.now()
+    )
+
+
+def agent_text(text: str) -> pb.Message:
+    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)
+    message.parts.add(text=text)
+    return message
+
+
+def after_commit(writer: Writer) -> None:
+    published = [(e.sequence, e.payload) for e in writer.events]
+    publish: Callable[[], None] = partial(events.publish, str(writer.task.id), published)
+    transaction.on_commit(publish)

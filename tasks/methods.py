@@ -1,0 +1,341 @@
+"""The A2A methods on tasks, one function each, working on 1.0 request messages.
+
+Version adapters convert 0.3 requests to these and the answers back; handlers raise typed
+A2A errors and never see the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db.models import Q, QuerySet
+from google.protobuf.json_format import MessageToDict
+
+from agents.calls import Call
+from agents.errors import (
+    ContentTypeNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+    invalid_params,
+)
+from agents.executors.base import RequestContext
+from agents.registry import execution_mode
+from tasks import events, jobs, lifecycle, runner
+from tasks.lifecycle import NewTask
+from tasks.models import (
+    INTERRUPTED_STATES,
+    TERMINAL_STATES,
+    ExecutionMode,
+    Message,
+    Task,
+    TaskState,
+)
+from tasks.wire import PB_TO_STATE, event_ends_stream, message_to_pb, task_to_pb
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+
+
+# -- reading tasks ----------------------------------------------------------------------
+
+
+def owned_task(call: Call, task_id: str) -> Task:
+    """The caller's task on this agent; any other task does not exist for them."""
+    try:
+        key = uuid.UUID(task_id)
+    except (ValueError, AttributeError):
+        raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
+    task = Task.objects.filter(id=key, agent=call.agent, owner=call.principal.id).first()
+    if task is None:
+        raise TaskNotFoundError(f"Task {task_id!r} was not found.")
+    return task
+
+
+def load_task(task: Task, history_length: int | None, artifacts: bool = True) -> pb.Task:
+    history: list[Message] = []
+    if history_length is None:
+        history = list(Message.objects.filter(task=task))
+    elif history_length > 0:
+        newest = Message.objects.filter(task=task).order_by("-position")[:history_length]
+        history = list(reversed(newest))
+    return task_to_pb(task, history, task.artifacts.all() if artifacts else [])
+
+
+def history_length_of(request: Any) -> int | None:
+    if not request.HasField("history_length"):
+        return None
+    if request.history_length < 0:
+        raise invalid_params("historyLength", "must not be negative")
+    return int(request.history_length)
+
+
+async def get_task(call: Call, request: pb.GetTaskRequest) -> pb.Task:
+    length = history_length_of(request)
+    return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def encode_cursor(task: Task) -> str:
+    raw = json.dumps([task.created_at.isoformat(), str(task.id)])
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def decode_cursor(token: str) -> tuple[datetime, str]:
+    try:
+        created, task_id = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return datetime.fromisoformat(created), str(uuid.UUID(task_id))
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise invalid_params("pageToken", "is not a token this server issued") from None
+
+
+def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:
+    tasks = Task.objects.filter(agent=call.agent, owner=call.principal.id)
+    if request.context_id:
+        tasks = tasks.filter(context_id=request.context_id)
+    if request.status:
+        state = PB_TO_STATE.get(request.status)
+        if state is None:
+            raise invalid_params("status", "is not a task state")
+        tasks = tasks.filter(state=state)
+    if request.HasField("status_timestamp_after"):
+        after = request.status_timestamp_after.ToDatetime(tzinfo=datetime.now().astimezone().tzinfo)
+        tasks = tasks.filter(status_timestamp__gt=after)
+    return tasks.order_by("-created_at", "-id")
+
+
+def page_size_of(request: pb.ListTasksRequest) -> int:
+    if not request.HasField("page_size") or request.page_size == 0:
+        return DEFAULT_PAGE_SIZE
+    if not 1 <= request.page_size <= MAX_PAGE_SIZE:
+        raise invalid_params("pageSize", f"must be between 1 and {MAX_PAGE_SIZE}")
+    return int(request.page_size)
+
+
+def list_page(call: Call, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+    size = page_size_of(request)
+    length = history_length_of(request)
+    tasks = listed_tasks(call, request)
+    total = tasks.count()
+    if request.page_token:
+        created, task_id = decode_cursor(request.page_token)
+        tasks = tasks.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=task_id))
+    page = list(tasks[: size + 1])
+    response = pb.ListTasksResponse(page_size=size, total_size=total)
+    response.tasks.extend(
+        load_task(t, 0 if length is None else length, request.include_artifacts)
+        for t in page[:size]
+    )
+    if len(page) > size:
+        response.next_page_token = encode_cursor(page[size - 1])
+    return response
+
+
+async def list_tasks(call: Call, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+    return await sync_to_async(list_page)(call, request)
+
+
+# -- cancel ---------------------------------------------------------------------------------
+
+
+def cancel_stored(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
+    task = owned_task(call, request.id)
+    if task.state in TERMINAL_STATES:
+        raise TaskNotCancelableError(f"Task {request.id} is {task.state} and cannot be canceled.")
+    try:
+        lifecycle.cancel(task.id, call.principal.id)
+    except lifecycle.TransitionRefused:
+        raise TaskNotCancelableError(
+            f"Task {request.id} ended before it could be canceled."
+        ) from None
+    runner.stop_everywhere(str(task.id))
+    task.refresh_from_db()
+    return load_task(task, None)
+
+
+async def cancel_task(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
+    return await sync_to_async(cancel_stored)(call, request)
+
+
+# -- send -------------------------------------------------------------------------------------
+
+
+def media_type_of(part: pb.Part) -> str:
+    if part.media_type:
+        return part.media_type
+    kind = part.WhichOneof("content")
+    return {"text": "text/plain", "data": "application/json"}.get(
+        kind or "", "application/octet-stream"
+    )
+
+
+def mode_matches(offered: str, wanted: str) -> bool:
+    offered, wanted = offered.split(";")[0].strip().lower(), wanted.split(";")[0].strip().lower()
+    if "*/*" in (offered, wanted) or offered == wanted:
+        return True
+    o_type, _, o_sub = offered.partition("/")
+    w_type, _, w_sub = wanted.partition("/")
+    return o_type == w_type and "*" in (o_sub, w_sub)
+
+
+def check_modes(call: Call, request: pb.SendMessageRequest) -> None:
+    accepted = list(request.configuration.accepted_output_modes)
+    outputs = call.agent.default_output_modes or []
+    if accepted and not any(mode_matches(o, a) for o in outputs for a in accepted):
+        raise ContentTypeNotSupportedError(
+            f"This agent answers in {', '.join(outputs)}; none of {', '.join(accepted)}."
+        )
+    inputs = call.agent.default_input_modes or []
+    for part in request.message.parts:
+        if not any(mode_matches(mode, media_type_of(part)) for mode in inputs):
+            raise ContentTypeNotSupportedError(
+                f"This agent does not accept {media_type_of(part)} (it takes {', '.join(inputs)})."
+            )
+
+
+def check_message(message: pb.Message) -> None:
+    if not message.message_id:
+        raise invalid_params("message.messageId", "is required")
+    if not message.parts:
+        raise invalid_params("message.parts", "must hold at least one part")
+    if message.role == pb.ROLE_AGENT:
+        raise invalid_params("message.role", "must be the user's role")
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") is None:
+            raise invalid_params(f"message.parts[{index}]", "has no content")
+
+
+def prepare_follow_up(call: Call, message: pb.Message) -> tuple[Task, list[pb.Message]]:
+    task = owned_task(call, message.task_id)
+    if task.state in TERMINAL_STATES:
+        raise UnsupportedOperationError(
+            f"Task {task.id} is {task.state}; it takes no more messages."
+        )
+    if message.context_id and message.context_id != task.context_id:
+        raise invalid_params("message.contextId", "does not match the task's context")
+    if task.state not in INTERRUPTED_STATES:
+        raise UnsupportedOperationError(f"Task {task.id} is still {task.state}; wait for it.")
+    try:
+        lifecycle.add_user_message(task.id, call.principal.id, message)
+    except lifecycle.TransitionRefused:
+        raise UnsupportedOperationError(
+            f"Task {task.id} moved on; it takes no message now."
+        ) from None
+    history = [message_to_pb(m) for m in Message.objects.filter(task=task)]
+    task.refresh_from_db()
+    return task, history
+
+
+async def send_message(call: Call, request: pb.SendMessageRequest) -> pb.Task | pb.Message:
+    message = request.message
+    check_message(message)
+    check_modes(call, request)
+    length = history_length_of(request.configuration)
+    if message.task_id:
+        task, history = await sync_to_async(prepare_follow_up)(call, message)
+        spec = spec_for(call, request, task.context_id, task.id)
+        context = make_context(call, spec, message, history, continuation=True)
+        return await run_turn(
+            call, spec, context, request, TaskState.WORKING, stored=True, length=length
+        )
+    spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
+    context = make_context(call, spec, message, [message], continuation=False)
+    return await run_turn(
+        call, spec, context, request, TaskState.SUBMITTED, stored=False, length=length
+    )
+
+
+def spec_for(
+    call: Call, request: pb.SendMessageRequest, context_id: str, task_id: uuid.UUID
+) -> NewTask:
+    metadata = MessageToDict(request.metadata) if request.HasField("metadata") else {}
+    return NewTask(
+        agent_id=call.agent.pk, owner=call.principal.id, context_id=context_id,
+        message=request.message, protocol_version=call.version,
+        execution_mode=execution_mode(call.agent), metadata=metadata, id=task_id,
+    )  # fmt: skip
+
+
+def make_context(
+    call: Call, spec: NewTask, message: pb.Message, history: list[pb.Message], continuation: bool
+) -> RequestContext:
+    return RequestContext(
+        task_id=str(spec.id), context_id=spec.context_id, message=message, agent=call.agent,
+        protocol_version=call.version, history=history, metadata=spec.metadata,
+        is_continuation=continuation,
+    )  # fmt: skip
+
+
+async def run_turn(
+    call: Call,
+    spec: NewTask,
+    context: RequestContext,
+    request: pb.SendMessageRequest,
+    state: TaskState,
+    stored: bool,
+    length: int | None,
+) -> pb.Task | pb.Message:
+    immediate = request.configuration.return_immediately
+    if spec.execution_mode == ExecutionMode.WORKER:
+        return await run_on_worker(call, spec, stored, immediate, length)
+    updater = await runner.start(call.agent, spec, context, state, stored=stored)
+    if immediate:
+        await updater.flush()
+    else:
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(updater.settled), settings.A2A_BLOCKING_TIMEOUT_SECONDS
+            )
+        except TimeoutError:
+            await updater.flush()
+    settled = updater.settled.result() if updater.settled.done() else None
+    if isinstance(settled, pb.Message):
+        return settled
+    if isinstance(settled, lifecycle.Outcome) and settled.snapshot is not None and length is None:
+        return settled.snapshot
+    return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+
+
+async def run_on_worker(
+    call: Call, spec: NewTask, stored: bool, immediate: bool, length: int | None
+) -> pb.Task:
+    token = f"queued:{uuid.uuid4().hex}"
+    await sync_to_async(store_for_worker)(spec, stored, token)
+    subscription = None if immediate else await events.subscribe(str(spec.id))
+    try:
+        jobs.enqueue_run(str(spec.id), token)
+        if subscription is not None:
+            await wait_for_end(subscription)
+    finally:
+        if subscription is not None:
+            await events.unsubscribe(subscription)
+    return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+
+
+def store_for_worker(spec: NewTask, stored: bool, token: str) -> None:
+    if not stored:
+        lifecycle.open_task(spec, [], runner=token)
+    else:
+        Task.objects.filter(id=spec.id).update(runner=token)
+
+
+async def wait_for_end(subscription: events.Subscription) -> None:
+    async def ended() -> None:
+        while True:
+            _, payload = await subscription.get()
+            if event_ends_stream(payload):
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ended(), settings.A2A_BLOCKING_TIMEOUT_SECONDS)

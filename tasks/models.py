@@ -1,0 +1,138 @@
+"""A2A tasks, their messages and artifacts, and the event log every stream and push reads.
+
+Parts, messages and statuses are stored in the A2A 1.0 JSON form (the protobuf JSON mapping),
+once and version-neutral; `tasks.wire` turns them into either version on the way out.
+Only `tasks.lifecycle` writes these rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from agents.models import Agent
+
+
+class TaskState(models.TextChoices):
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    INPUT_REQUIRED = "input-required", "input required"
+    AUTH_REQUIRED = "auth-required", "auth required"
+    COMPLETED = "completed"
+    CANCELED = "canceled"
+    FAILED = "failed"
+    REJECTED = "rejected"
+
+
+TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED,
+                             TaskState.REJECTED})  # fmt: skip
+INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+ACTIVE_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+OPEN_STATES = ACTIVE_STATES | INTERRUPTED_STATES
+
+
+class ExecutionMode(models.TextChoices):
+    INLINE = "inline", "inline (in the web process)"
+    WORKER = "worker", "worker (a Celery job)"
+
+
+class Task(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    context_id = models.CharField(max_length=200)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tasks")
+    # The principal that created the task ("apikey:12", "user:3", "anonymous"); only it sees it.
+    owner = models.CharField(max_length=100)
+    state = models.CharField(max_length=20, choices=TaskState.choices)
+    status_message = models.JSONField(null=True, blank=True)
+    status_timestamp = models.DateTimeField()
+    metadata = models.JSONField(default=dict, blank=True)
+    protocol_version = models.CharField(max_length=8)
+    execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices)
+    last_sequence = models.PositiveIntegerField(default=0)
+    # Which process runs the task and when it last said so; recovery fails silent ones.
+    runner = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["owner", "agent", "-created_at"], name="task_owner_agent_newest"),
+            models.Index(fields=["context_id"], name="task_context"),
+            models.Index(fields=["state", "heartbeat_at"], name="task_state_heartbeat"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}/{self.id} ({self.state})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+class Message(models.Model):
+    task = models.ForeignKey(
+        Task, null=True, blank=True, on_delete=models.CASCADE, related_name="messages"
+    )
+    context_id = models.CharField(max_length=200, blank=True)
+    message_id = models.CharField(max_length=200)
+    role = models.CharField(max_length=10, choices=[("user", "user"), ("agent", "agent")])
+    parts = models.JSONField(default=list)
+    reference_task_ids = models.JSONField(default=list, blank=True)
+    extensions = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task_id", "position"]
+        indexes = [models.Index(fields=["task", "position"], name="message_task_position")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.message_id}"
+
+
+class Artifact(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="artifacts")
+    artifact_id = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    parts = models.JSONField(default=list)
+    extensions = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "artifact_id"], name="artifact_unique_per_task")
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.artifact_id
+
+
+class TaskEvent(models.Model):
+    """One change of a task, numbered per task from 1 with no gaps, as a 1.0 StreamResponse."""
+
+    KINDS = [("task", "task"), ("status", "status update"), ("artifact", "artifact update")]
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    sequence = models.PositiveIntegerField()
+    kind = models.CharField(max_length=10, choices=KINDS)
+    payload = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task_id", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "sequence"], name="event_unique_sequence")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}#{self.sequence} {self.kind}"

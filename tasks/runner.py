@@ -1,0 +1,260 @@
+"""Running executors: inline on the web process's event loop, or from a worker job.
+
+Both ways share one path (`execute`): the executor drives a TaskUpdater, errors fail the
+task, and a turn that ends without a final or interrupted state fails too. Each process keeps
+a table of the turns it runs, so a cancel (heard locally or over Redis) can stop them, and a
+maintenance thread beats their hearts and fails tasks whose runner died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from agents.errors import A2AError
+from agents.executors.base import Executor, RequestContext
+from agents.models import Agent
+from agents.registry import executor_class
+from tasks import lifecycle
+from tasks.lifecycle import NewTask
+from tasks.models import ACTIVE_STATES, Message, Task, TaskState
+from tasks.updater import TaskUpdater
+from tasks.wire import message_to_pb
+
+logger = logging.getLogger(__name__)
+
+RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}"
+CONTROL_CHANNEL = "a2ahub:control:stop"
+
+
+_background: set[asyncio.Future[None]] = set()
+
+
+@dataclass
+class Run:
+    executor: Executor
+    context: RequestContext
+    updater: TaskUpdater
+    loop: asyncio.AbstractEventLoop
+    job: asyncio.Task[None] | None = None
+
+    def stop(self) -> None:
+        """Runs on the run's own loop: let the executor clean up, then end its turn."""
+        if self.job is None or self.job.done():
+            return
+        self.updater.stopped = True
+        stopper = asyncio.ensure_future(self._cancel())
+        _background.add(stopper)
+        stopper.add_done_callback(_background.discard)
+
+    async def _cancel(self) -> None:
+        try:
+            await asyncio.wait_for(self.executor.cancel(self.context, self.updater), 5)
+        except Exception:
+            logger.exception("executor cancel of task %s failed", self.context.task_id)
+        finally:
+            if self.job is not None:
+                self.job.cancel()
+
+
+RUNNING: dict[str, Run] = {}
+_running_lock = threading.Lock()
+
+
+def make_executor(agent: Agent) -> Executor:
+    executor: Executor = executor_class(agent.executor_kind)(agent)
+    return executor
+
+
+async def start(
+    agent: Agent, spec: NewTask, context: RequestContext, state: TaskState, stored: bool
+) -> TaskUpdater:
+    """Start an executor's turn on this loop and return its updater (whose `settled` future
+    resolves when the task reaches a final or interrupted state, or the agent replies)."""
+    updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
+    run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())
+    with _running_lock:
+        RUNNING[updater.task_id] = run
+    ensure_maintenance()
+    run.job = asyncio.create_task(execute(run))
+    _background.add(run.job)
+    run.job.add_done_callback(_background.discard)
+    return updater
+
+
+async def execute(run: Run) -> None:
+    updater = run.updater
+    try:
+        await run.executor.execute(run.context, updater)
+    except asyncio.CancelledError:
+        logger.info("task %s stopped", updater.task_id)
+    except A2AError as exc:
+        await end_with_failure(updater, exc.message)
+    except Exception as exc:
+        reference = uuid.uuid4().hex[:12]
+        logger.exception("executor of task %s failed (reference %s)", updater.task_id, reference)
+        await end_with_failure(updater, f"The agent failed (reference {reference}): {exc}")
+    finally:
+        try:
+            await finish(updater)
+        finally:
+            with _running_lock:
+                RUNNING.pop(updater.task_id, None)
+
+
+async def end_with_failure(updater: TaskUpdater, text: str) -> None:
+    if not updater.is_over:
+        await updater.fail(text)
+
+
+async def finish(updater: TaskUpdater) -> None:
+    """Write what is left; a turn that stopped half-way fails rather than hang in working."""
+    if updater.stopped:
+        if not updater.settled.done():
+            updater.settled.set_result(lifecycle.Outcome(TaskState.CANCELED, 0))
+        return
+    if not updater.is_over:
+        await updater.fail("The agent ended its turn without finishing the task.")
+    await updater.flush()
+
+
+def request_stop(task_id: str) -> bool:
+    """Stop the turn of a task if this process runs it (any thread may call this)."""
+    with _running_lock:
+        run = RUNNING.get(task_id)
+    if run is None:
+        return False
+    run.loop.call_soon_threadsafe(run.stop)
+    return True
+
+
+def stop_everywhere(task_id: str) -> None:
+    if request_stop(task_id) or not settings.REDIS_URL:
+        return
+    from tasks.events import redis_client
+
+    redis_client().publish(CONTROL_CHANNEL, task_id)
+
+
+async def run_stored(task_id: str, token: str) -> None:
+    """A worker job's turn: claim the stored task (once), then execute it."""
+    loaded = await sync_to_async(claim_and_load)(task_id, token)
+    if loaded is None:
+        return
+    agent, spec, context, state = loaded
+    updater = await start(agent, spec, context, state, stored=True)
+    await asyncio.shield(updater.settled)
+    with _running_lock:
+        run = RUNNING.get(task_id)
+    if run is not None and run.job is not None:
+        await asyncio.gather(run.job, return_exceptions=True)
+
+
+def claim_and_load(
+    task_id: str, token: str
+) -> tuple[Agent, NewTask, RequestContext, TaskState] | None:
+    claimed = Task.objects.filter(id=task_id, runner=token, state__in=ACTIVE_STATES).update(
+        runner=RUNNER_ID, heartbeat_at=timezone.now()
+    )
+    if not claimed:
+        logger.info("task %s was claimed already or is over; nothing to do", task_id)
+        return None
+    task = Task.objects.select_related("agent").get(id=task_id)
+    history = [message_to_pb(m) for m in Message.objects.filter(task=task)]
+    spec = NewTask(
+        agent_id=task.agent_id, owner=task.owner, context_id=task.context_id,
+        message=history[-1], protocol_version=task.protocol_version,
+        execution_mode=task.execution_mode, id=task.id,
+    )  # fmt: skip
+    context = RequestContext(
+        task_id=str(task.id), context_id=task.context_id, message=history[-1],
+        agent=task.agent, protocol_version=task.protocol_version, history=history,
+        metadata=task.metadata, is_continuation=len(history) > 1,
+    )  # fmt: skip
+    return task.agent, spec, context, TaskState(task.state)
+
+
+# -- maintenance: heartbeats, recovery, and stop requests from other processes ------------
+
+_maintenance_started = False
+_maintenance_lock = threading.Lock()
+
+
+def ensure_maintenance() -> None:
+    global _maintenance_started
+    with _maintenance_lock:
+        if _maintenance_started:
+            return
+        _maintenance_started = True
+    threading.Thread(target=maintenance_loop, name="a2ahub-maintenance", daemon=True).start()
+    if settings.REDIS_URL:
+        threading.Thread(target=control_loop, name="a2ahub-control", daemon=True).start()
+
+
+def maintenance_loop() -> None:
+    last_recovery = 0.0
+    while True:
+        time.sleep(settings.TASK_HEARTBEAT_SECONDS)
+        try:
+            close_old_connections()
+            beat()
+            if time.monotonic() - last_recovery >= settings.TASK_HEARTBEAT_SECONDS:
+                recover_stale()
+                last_recovery = time.monotonic()
+        except Exception:
+            logger.exception("task maintenance failed")
+
+
+def beat() -> None:
+    with _running_lock:
+        ids = [task_id for task_id, run in RUNNING.items() if run.updater.stored]
+    if ids:
+        Task.objects.filter(id__in=ids, state__in=ACTIVE_STATES).update(
+            heartbeat_at=timezone.now(), runner=RUNNER_ID
+        )
+
+
+def recover_stale() -> int:
+    """Fail open tasks whose runner has not been heard from (a process that died)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TASK_STALE_SECONDS)
+    with _running_lock:
+        mine = list(RUNNING)
+    stale = (
+        Task.objects.filter(state__in=ACTIVE_STATES, heartbeat_at__lt=cutoff)
+        .exclude(id__in=mine)
+        .values_list("id", flat=True)[:500]
+    )
+    failed = 0
+    for task_id in list(stale):
+        reason = "The process running this task stopped; the task was failed by recovery."
+        if lifecycle.fail_stale(task_id, reason):
+            logger.warning("recovered stale task %s", task_id)
+            failed += 1
+    return failed
+
+
+def control_loop() -> None:
+    from tasks.events import redis_client
+
+    while True:
+        try:
+            pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+            pubsub.subscribe(CONTROL_CHANNEL)
+            for message in pubsub.listen():
+                if message.get("type") == "message":
+                    request_stop(message["data"].decode())
+        except Exception:
+            logger.exception("control subscription failed; retrying")
+            time.sleep(1)

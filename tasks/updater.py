@@ -1,0 +1,169 @@
+"""The TaskUpdater an executor drives; it hands its changes to the lifecycle in batches.
+
+Changes an executor makes without pausing are written together: an updater call only queues
+the change and schedules a flush, which runs as soon as the executor awaits something else
+(or ends). So a fast agent's whole turn is one transaction, and a slow one's progress is
+written as it happens. A task not stored yet is created by the first flush; an executor that
+replies with a single Message never creates one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+
+from agents.errors import InvalidAgentResponseError
+from tasks import lifecycle
+from tasks.lifecycle import ArtifactChange, Change, NewTask, Outcome, StatusChange
+from tasks.models import TaskState
+from tasks.wire import ENDING_STATES
+
+logger = logging.getLogger(__name__)
+S = TaskState
+
+Content = str | pb.Message | Iterable[pb.Part] | None
+
+
+def agent_message(content: Content) -> pb.Message | None:
+    if content is None:
+        return None
+    if isinstance(content, pb.Message):
+        return content
+    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)
+    if isinstance(content, str):
+        message.parts.add(text=content)
+    else:
+        message.parts.extend(content)
+    return message
+
+
+class TaskUpdater:
+    def __init__(self, spec: NewTask, stored: bool, state: TaskState, runner: str) -> None:
+        self.spec = spec
+        self.task_id = str(spec.id)
+        self.context_id = spec.context_id
+        self.stored = stored
+        self.state = state  # as the executor has made it, queued changes included
+        self.stored_state = state  # as the database has it
+        self.runner = runner
+        self.buffer: list[Change] = []
+        self.stopped = False
+        self.settled: asyncio.Future[Outcome | pb.Message] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._flushing: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    # -- what executors call -------------------------------------------------------------
+
+    async def start_work(self, message: Content = None) -> None:
+        await self._push(StatusChange(S.WORKING, agent_message(message)))
+
+    async def update_status(self, message: Content) -> None:
+        """Report progress: the task stays working, with this as its status message."""
+        await self._push(StatusChange(S.WORKING, agent_message(message)))
+
+    async def add_artifact(
+        self,
+        parts: Iterable[pb.Part] | str,
+        *,
+        artifact_id: str = "",
+        name: str = "",
+        description: str = "",
+        append: bool = False,
+        last_chunk: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        artifact = pb.Artifact(
+            artifact_id=artifact_id or uuid.uuid4().hex, name=name, description=description
+        )
+        if isinstance(parts, str):
+            artifact.parts.add(text=parts)
+        else:
+            artifact.parts.extend(parts)
+        if metadata:
+            artifact.metadata.update(metadata)
+        await self._push(ArtifactChange(artifact, append=append, last_chunk=last_chunk))
+        return artifact.artifact_id
+
+    async def require_input(self, message: Content) -> None:
+        await self._push(StatusChange(S.INPUT_REQUIRED, agent_message(message)))
+
+    async def require_auth(self, message: Content) -> None:
+        await self._push(StatusChange(S.AUTH_REQUIRED, agent_message(message)))
+
+    async def complete(self, message: Content = None) -> None:
+        await self._push(StatusChange(S.COMPLETED, agent_message(message)))
+
+    async def fail(self, message: Content = None) -> None:
+        await self._push(StatusChange(S.FAILED, agent_message(message)))
+
+    async def reject(self, message: Content = None) -> None:
+        await self._push(StatusChange(S.REJECTED, agent_message(message)))
+
+    async def reply(self, message: Content) -> None:
+        """Answer with a single Message instead of a task (only as the turn's first act)."""
+        if self.stored or self.buffer:
+            raise InvalidAgentResponseError(
+                "An agent can reply with a Message only before work starts."
+            )
+        reply = agent_message(message)
+        assert reply is not None
+        reply.context_id = self.context_id
+        self.stopped = True
+        if not self.settled.done():
+            self.settled.set_result(reply)
+
+    # -- the runner's side ---------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        return self.state in ENDING_STATES or self.stopped
+
+    async def _push(self, change: Change) -> None:
+        if self.stopped:
+            raise asyncio.CancelledError("the task was stopped")
+        try:
+            self.state = lifecycle.check_transition(self.state, change)
+        except lifecycle.TransitionRefused as exc:
+            raise InvalidAgentResponseError(
+                f"The agent made a change not allowed now: {exc}"
+            ) from exc
+        self.buffer.append(change)
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.create_task(self.flush())
+
+    async def flush(self) -> None:
+        """Write what is queued; safe to call at any time, and in any number of places."""
+        async with self._lock:
+            changes, self.buffer = self.buffer, []
+            if not changes and self.stored:
+                return
+            try:
+                outcome = await sync_to_async(self._write)(changes)
+            except lifecycle.TransitionRefused as exc:
+                # Someone else (a cancel, the recovery job) ended the task first.
+                logger.info("task %s moved on without its runner: %s", self.task_id, exc)
+                self.stopped = True
+                self._settle_from_store()
+                return
+            self.stored_state = outcome.state
+            if outcome.state in ENDING_STATES and not self.settled.done():
+                self.settled.set_result(outcome)
+
+    def _write(self, changes: list[Change]) -> Outcome:
+        if not self.stored:
+            outcome = lifecycle.open_task(self.spec, changes, runner=self.runner)
+            self.stored = True
+            return outcome
+        return lifecycle.record(self.spec.id, self.stored_state, changes)
+
+    def _settle_from_store(self) -> None:
+        if not self.settled.done():
+            self.settled.set_result(Outcome(S.CANCELED, 0))
