@@ -15,3 +15,5 @@ class Call:
     version: str  # "1.0" or "0.3"
     base_url: str
     extensions: frozenset[str] = field(default_factory=frozenset)
+    # From the Last-Event-ID header: a re-attaching stream client's last seen event.
+    last_event_id: int | None = None

@@ -10,7 +10,8 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseDict, ParseError
 
@@ -32,6 +33,7 @@ from agents.errors import (
 from agents.method_table import V03_METHODS, V1_METHODS, Method, resolve
 from agents.models import Agent
 from agents.principals import authenticate
+from agents.sse import sse_response
 from agents.v03 import PARAMS_IN, RESULT_OUT
 from agents.views import find_agent, json_not_found, public_base_url
 from tasks.wire import V03, V1, to_json
@@ -163,6 +165,11 @@ def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
     return to_json(result)
 
 
+def last_event_id(request: HttpRequest) -> int | None:
+    raw = request.headers.get("Last-Event-ID", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
 def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
     response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
                                        "message": exc.message}}, status=401)  # fmt: skip
@@ -171,7 +178,7 @@ def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
 
 
 @csrf_exempt
-async def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if request.method != "POST":
         response = JsonResponse(
             {"error": {"code": 405, "message": "POST JSON-RPC here."}}, status=405
@@ -190,11 +197,14 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
         version = request_version(request)
         method = find_method(method_name, version)
         extensions = check_extensions(request, agent, method_name)
-        call = Call(agent, principal, version, public_base_url(request), extensions)
+        call = Call(agent, principal, version, public_base_url(request), extensions,
+                    last_event_id(request))  # fmt: skip
         if method.streaming and not agent.streaming:
             raise UnsupportedOperationError("This agent does not stream.")
         parsed = parse_params(method, params, version)
         result = await resolve(method.handler)(call, parsed)
+        if method.streaming:
+            return sse_response(result, request_id, version)
         return rpc_response(request_id, version, render_result(method, result, version, call))
     except AuthenticationRequired as exc:
         return unauthorized(exc)

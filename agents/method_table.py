@@ -30,6 +30,12 @@ V1_METHODS: dict[str, Method] = {
     "GetExtendedAgentCard": Method(
         "agents.methods.get_extended_card", pb.GetExtendedAgentCardRequest
     ),
+    "SendStreamingMessage": Method(
+        "tasks.streams.send_streaming_message", pb.SendMessageRequest, streaming=True
+    ),
+    "SubscribeToTask": Method(
+        "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, streaming=True
+    ),
 }
 
 V03_METHODS: dict[str, Method] = {
@@ -38,6 +44,12 @@ V03_METHODS: dict[str, Method] = {
     "tasks/cancel": Method("tasks.methods.cancel_task", pb.CancelTaskRequest, adapter="cancel"),
     "agent/getAuthenticatedExtendedCard": Method(
         "agents.methods.get_extended_card", pb.GetExtendedAgentCardRequest, adapter="card"
+    ),
+    "message/stream": Method(
+        "tasks.streams.send_streaming_message", pb.SendMessageRequest, True, adapter="send"
+    ),
+    "tasks/resubscribe": Method(
+        "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, True, adapter="subscribe"
     ),
 }
 

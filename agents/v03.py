@@ -47,6 +47,10 @@ def cancel_in(params: dict[str, Any]) -> pb.CancelTaskRequest:
     return pb.CancelTaskRequest(id=validated(v03.TaskIdParams, params).id)
 
 
+def subscribe_in(params: dict[str, Any]) -> pb.SubscribeToTaskRequest:
+    return pb.SubscribeToTaskRequest(id=validated(v03.TaskIdParams, params).id)
+
+
 def card_in(params: dict[str, Any]) -> pb.GetExtendedAgentCardRequest:
     return pb.GetExtendedAgentCardRequest()
 
@@ -60,6 +64,7 @@ PARAMS_IN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "get": get_in,
     "cancel": cancel_in,
     "card": card_in,
+    "subscribe": subscribe_in,
 }
 
 RESULT_OUT: dict[str, Callable[[Any], dict[str, Any]]] = {

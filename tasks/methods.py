@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -237,23 +238,34 @@ def prepare_follow_up(call: Call, message: pb.Message) -> tuple[Task, list[pb.Me
     return task, history
 
 
-async def send_message(call: Call, request: pb.SendMessageRequest) -> pb.Task | pb.Message:
+@dataclass
+class Turn:
+    """One send, checked and ready to run: a new task, or the next turn of a stored one."""
+
+    spec: NewTask
+    context: RequestContext
+    state: TaskState
+    stored: bool
+
+
+async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     message = request.message
     check_message(message)
     check_modes(call, request)
-    length = history_length_of(request.configuration)
     if message.task_id:
         task, history = await sync_to_async(prepare_follow_up)(call, message)
         spec = spec_for(call, request, task.context_id, task.id)
         context = make_context(call, spec, message, history, continuation=True)
-        return await run_turn(
-            call, spec, context, request, TaskState.WORKING, stored=True, length=length
-        )
+        return Turn(spec, context, TaskState.WORKING, stored=True)
     spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
     context = make_context(call, spec, message, [message], continuation=False)
-    return await run_turn(
-        call, spec, context, request, TaskState.SUBMITTED, stored=False, length=length
-    )
+    return Turn(spec, context, TaskState.SUBMITTED, stored=False)
+
+
+async def send_message(call: Call, request: pb.SendMessageRequest) -> pb.Task | pb.Message:
+    length = history_length_of(request.configuration)
+    turn = await prepare_turn(call, request)
+    return await run_turn(call, turn, request, length)
 
 
 def spec_for(
@@ -278,18 +290,13 @@ def make_context(
 
 
 async def run_turn(
-    call: Call,
-    spec: NewTask,
-    context: RequestContext,
-    request: pb.SendMessageRequest,
-    state: TaskState,
-    stored: bool,
-    length: int | None,
+    call: Call, turn: Turn, request: pb.SendMessageRequest, length: int | None
 ) -> pb.Task | pb.Message:
     immediate = request.configuration.return_immediately
+    spec = turn.spec
     if spec.execution_mode == ExecutionMode.WORKER:
-        return await run_on_worker(call, spec, stored, immediate, length)
-    updater = await runner.start(call.agent, spec, context, state, stored=stored)
+        return await run_on_worker(call, spec, turn.stored, immediate, length)
+    updater = await runner.start(call.agent, spec, turn.context, turn.state, stored=turn.stored)
     if immediate:
         await updater.flush()
     else:
@@ -310,17 +317,22 @@ async def run_turn(
 async def run_on_worker(
     call: Call, spec: NewTask, stored: bool, immediate: bool, length: int | None
 ) -> pb.Task:
-    token = f"queued:{uuid.uuid4().hex}"
-    await sync_to_async(store_for_worker)(spec, stored, token)
     subscription = None if immediate else await events.subscribe(str(spec.id))
     try:
-        jobs.enqueue_run(str(spec.id), token)
+        await queue_turn(spec, stored)
         if subscription is not None:
             await wait_for_end(subscription)
     finally:
         if subscription is not None:
             await events.unsubscribe(subscription)
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+
+
+async def queue_turn(spec: NewTask, stored: bool) -> None:
+    """Store the task (when new) and hand its turn to a worker; only that job may claim it."""
+    token = f"queued:{uuid.uuid4().hex}"
+    await sync_to_async(store_for_worker)(spec, stored, token)
+    jobs.enqueue_run(str(spec.id), token)
 
 
 def store_for_worker(spec: NewTask, stored: bool, token: str) -> None:

@@ -1,0 +1,69 @@
+"""Server-sent events for the streaming methods: each event one JSON-RPC response frame.
+
+Frames of stored events carry `id: <sequence>` so a client can re-attach with Last-Event-ID;
+idle streams get a comment line now and then so proxies keep them open. When the client goes
+away the stream's generator is closed, which releases its subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+
+from agents.errors import A2AError, error_object, internal_error
+from tasks.wire import stream_event_json
+
+StreamItem = tuple[int | None, dict[str, Any]]
+
+
+def frame(request_id: Any, sequence: int | None, body: dict[str, Any]) -> bytes:
+    message = json.dumps({"jsonrpc": "2.0", "id": request_id, **body}, ensure_ascii=False)
+    prefix = f"id: {sequence}\n" if sequence is not None else ""
+    return f"{prefix}data: {message}\n\n".encode()
+
+
+async def frames(
+    items: AsyncIterator[StreamItem], request_id: Any, version: str
+) -> AsyncIterator[bytes]:
+    pending: asyncio.Future[StreamItem] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(items))
+            done, _ = await asyncio.wait({pending}, timeout=settings.SSE_HEARTBEAT_SECONDS)
+            if not done:
+                yield b": keep-alive\n\n"
+                continue
+            try:
+                sequence, event = pending.result()
+            except StopAsyncIteration:
+                return
+            finally:
+                pending = None
+            yield frame(request_id, sequence, {"result": stream_event_json(event, version)})
+    except A2AError as exc:
+        yield frame(request_id, None, {"error": error_object(exc, version)})
+    except Exception as exc:
+        yield frame(request_id, None, {"error": error_object(internal_error(exc), version)})
+    finally:
+        if pending is not None:
+            pending.cancel()
+        with contextlib.suppress(Exception):
+            await items.aclose()  # type: ignore[attr-defined]
+
+
+def sse_response(
+    items: AsyncIterator[StreamItem], request_id: Any, version: str
+) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        frames(items, request_id, version), content_type="text/event-stream"
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
