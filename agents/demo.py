@@ -90,4 +90,19 @@ DEMO_AGENTS: list[dict[str, Any]] = [
             }
         ],
     },
+    {
+        "slug": "writer",
+        "name": "Writer",
+        "description": "Streams a short essay on your topic, chunk by chunk, with progress.",
+        "executor_kind": "writer",
+        "skills": [
+            {
+                "skill_id": "essay",
+                "name": "Essay",
+                "description": "Writes a few paragraphs on the topic you send.",
+                "tags": ["streaming", "demo"],
+                "examples": ["the sea"],
+            }
+        ],
+    },
 ]

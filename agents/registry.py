@@ -31,6 +31,9 @@ EXECUTORS: dict[str, ExecutorKind] = {
     "interview": ExecutorKind(
         "agents.executors.interview.InterviewExecutor", "Multi-turn demo (asks, then answers)"
     ),
+    "writer": ExecutorKind(
+        "agents.executors.writer.WriterExecutor", "Writer demo (streams a text in chunks)"
+    ),
     "slow": ExecutorKind(
         "agents.executors.slow.SlowExecutor", "Slow demo (progress, cancellable)", "worker"
     ),
