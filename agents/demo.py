@@ -6,7 +6,8 @@ from typing import Any
 
 API_KEY_SCHEME = {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
 
-CONFORMANCE_MODES = ["text/plain", "application/json", "application/octet-stream", "text/*"]
+# The kit sends parts of made-up media types and expects them taken, so this agent takes all.
+CONFORMANCE_MODES = ["text/plain", "application/json", "application/octet-stream", "*/*"]
 CONFORMANCE_SKILL = {
     "skill_id": "conformance",
     "name": "Conformance scenarios",

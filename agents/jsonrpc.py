@@ -20,6 +20,7 @@ from agents.calls import Call
 from agents.errors import (
     A2AError,
     AuthenticationRequired,
+    ContentTypeNotSupportedError,
     ExtensionSupportRequiredError,
     InvalidRequestError,
     JSONParseError,
@@ -81,7 +82,7 @@ def check_door(request: HttpRequest) -> bytes:
         raise Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
     media = (request.content_type or "").lower()
     if media != "application/json" and not media.endswith("+json"):
-        raise Rejection(415, InvalidRequestError("Send JSON-RPC as application/json."))
+        raise Rejection(415, ContentTypeNotSupportedError("Send JSON-RPC as application/json."))
     try:
         body = request.body
     except RequestDataTooBig:

@@ -22,6 +22,8 @@ class Method:
     adapter: str = ""  # 0.3 only: the converter in agents.v03
 
 
+PUSH = "push.methods.push_config_method"
+
 V1_METHODS: dict[str, Method] = {
     "SendMessage": Method("tasks.methods.send_message", pb.SendMessageRequest),
     "GetTask": Method("tasks.methods.get_task", pb.GetTaskRequest),
@@ -36,6 +38,10 @@ V1_METHODS: dict[str, Method] = {
     "SubscribeToTask": Method(
         "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, streaming=True
     ),
+    "CreateTaskPushNotificationConfig": Method(PUSH, pb.TaskPushNotificationConfig),
+    "GetTaskPushNotificationConfig": Method(PUSH, pb.GetTaskPushNotificationConfigRequest),
+    "ListTaskPushNotificationConfigs": Method(PUSH, pb.ListTaskPushNotificationConfigsRequest),
+    "DeleteTaskPushNotificationConfig": Method(PUSH, pb.DeleteTaskPushNotificationConfigRequest),
 }
 
 V03_METHODS: dict[str, Method] = {
@@ -50,6 +56,12 @@ V03_METHODS: dict[str, Method] = {
     ),
     "tasks/resubscribe": Method(
         "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, True, adapter="subscribe"
+    ),
+    "tasks/pushNotificationConfig/set": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
+    "tasks/pushNotificationConfig/get": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
+    "tasks/pushNotificationConfig/list": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
+    "tasks/pushNotificationConfig/delete": Method(
+        PUSH, pb.TaskPushNotificationConfig, adapter="raw"
     ),
 }
 

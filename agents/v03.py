@@ -65,6 +65,7 @@ PARAMS_IN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "cancel": cancel_in,
     "card": card_in,
     "subscribe": subscribe_in,
+    "raw": lambda params: params,
 }
 
 RESULT_OUT: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -72,6 +73,7 @@ RESULT_OUT: dict[str, Callable[[Any], dict[str, Any]]] = {
     "get": lambda task: task_json(task, V03),
     "cancel": lambda task: task_json(task, V03),
     "card": card_out,
+    "raw": lambda result: result,
 }
 
 __all__ = ["PARAMS_IN", "RESULT_OUT", "dump_v03"]

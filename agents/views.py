@@ -28,8 +28,9 @@ def json_not_found(message: str) -> JsonResponse:
     )
 
 
-def serve_card(request: HttpRequest, agent: Agent) -> HttpResponse:
-    variant = cards.V1_0 if requested_version(request) == "1.0" else cards.UNION
+def serve_card(request: HttpRequest, agent: Agent, variant: str = "") -> HttpResponse:
+    if not variant:
+        variant = cards.V1_0 if requested_version(request) == "1.0" else cards.UNION
     card = cards.build_card(agent, public_base_url(request))
     document = cards.card_document(card, variant)
     tag = cards.etag(document, variant)
@@ -61,6 +62,16 @@ def agent_card(request: HttpRequest, slug: str) -> HttpResponse:
     if agent is None:
         return json_not_found(f"No agent named {slug!r} is served here.")
     return serve_card(request, agent)
+
+
+@require_GET
+def pinned_v1_card(request: HttpRequest, slug: str) -> HttpResponse:
+    """The pure 1.0 card whatever the request says, for tools that validate the strict 1.0
+    schema but send no A2A-Version header when they fetch a card."""
+    agent = find_agent(slug)
+    if agent is None:
+        return json_not_found(f"No agent named {slug!r} is served here.")
+    return serve_card(request, agent, cards.V1_0)
 
 
 @require_GET
