@@ -4,6 +4,7 @@ the method table. Both protocol versions share this endpoint and the handlers be
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.utils.proto_utils import validate_proto_required_fields
@@ -34,7 +35,7 @@ from agents.errors import (
 from agents.method_table import V03_METHODS, V1_METHODS, Method, resolve
 from agents.models import Agent
 from agents.principals import authenticate
-from agents.sse import sse_response
+from agents.sse import sse_error, sse_response
 from agents.v03 import PARAMS_IN, RESULT_OUT
 from agents.views import find_agent, json_not_found, public_base_url
 from tasks.wire import V03, V1, to_json
@@ -94,29 +95,41 @@ def check_door(request: HttpRequest) -> bytes:
     return body
 
 
-def parse_envelope(body: bytes) -> tuple[Any, str, dict[str, Any]]:
+def parse_json(body: bytes) -> dict[str, Any]:
     try:
         envelope = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise JSONParseError("The body is not valid JSON.") from None
     if isinstance(envelope, list):
         raise InvalidRequestError("Batch requests are not supported.")
-    if not isinstance(envelope, dict) or envelope.get("jsonrpc") != "2.0":
-        raise InvalidRequestError('A request must be an object with "jsonrpc": "2.0".')
+    if not isinstance(envelope, dict):
+        raise InvalidRequestError("A request must be a JSON object.")
+    return envelope
+
+
+def envelope_id(envelope: dict[str, Any]) -> Any:
+    """The id to answer with; a request without one still gets an answer (with a null id)."""
     request_id = envelope.get("id")
-    if (
-        "id" not in envelope
-        or isinstance(request_id, bool)
-        or not isinstance(request_id, str | int)
+    if request_id is None or (
+        isinstance(request_id, str | int) and not isinstance(request_id, bool)
     ):
-        raise InvalidRequestError('A request needs an "id" that is a string or a number.')
+        return request_id
+    return _INVALID_ID
+
+
+_INVALID_ID = object()
+
+
+def parse_envelope(envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    if envelope.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('A request must say "jsonrpc": "2.0".')
     method = envelope.get("method")
     if not isinstance(method, str) or not method:
         raise InvalidRequestError('A request needs a "method" string.')
     params = envelope.get("params", {})
     if not isinstance(params, dict):
-        raise InvalidRequestError('"params" must be an object.')
-    return request_id, method, params
+        raise invalid_params("params", "must be an object")
+    return method, params
 
 
 def find_method(method: str, version: str) -> Method:
@@ -178,6 +191,44 @@ def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
     return response
 
 
+@dataclass
+class Exchange:
+    """What is known of a request so far, so that any error is answered in its terms."""
+
+    request_id: Any = None
+    version: str = V03
+    # 0.3 clients read a streaming method's answer as a stream, errors included.
+    stream_errors: bool = False
+
+    def failure(self, error: A2AError) -> HttpResponseBase:
+        if self.stream_errors:
+            return sse_error(self.request_id, error, self.version)
+        return rpc_response(self.request_id, self.version, error=error)
+
+
+async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
+    body = check_door(request)
+    principal = await sync_to_async(authenticate)(request, agent)
+    envelope = parse_json(body)
+    request_id = envelope_id(envelope)
+    if request_id is _INVALID_ID:
+        raise InvalidRequestError('A request "id" must be a string, a number or null.')
+    ex.request_id = request_id
+    method_name, params = parse_envelope(envelope)
+    ex.version = request_version(request)
+    method = find_method(method_name, ex.version)
+    ex.stream_errors = method.streaming and ex.version == V03
+    extensions = check_extensions(request, agent, method_name)
+    call = Call(agent, principal, ex.version, public_base_url(request), extensions,
+                last_event_id(request))  # fmt: skip
+    if method.streaming and not agent.streaming:
+        raise UnsupportedOperationError("This agent does not stream.")
+    result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
+    if method.streaming:
+        return sse_response(result, ex.request_id, ex.version)
+    return rpc_response(ex.request_id, ex.version, render_result(method, result, ex.version, call))
+
+
 @csrf_exempt
 async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if request.method != "POST":
@@ -189,29 +240,14 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     agent = await sync_to_async(find_agent)(slug)
     if agent is None:
         return json_not_found(f"No agent named {slug!r} is served here.")
-    version = V03
-    request_id: Any = None
+    ex = Exchange()
     try:
-        body = check_door(request)
-        principal = await sync_to_async(authenticate)(request, agent)
-        request_id, method_name, params = parse_envelope(body)
-        version = request_version(request)
-        method = find_method(method_name, version)
-        extensions = check_extensions(request, agent, method_name)
-        call = Call(agent, principal, version, public_base_url(request), extensions,
-                    last_event_id(request))  # fmt: skip
-        if method.streaming and not agent.streaming:
-            raise UnsupportedOperationError("This agent does not stream.")
-        parsed = parse_params(method, params, version)
-        result = await resolve(method.handler)(call, parsed)
-        if method.streaming:
-            return sse_response(result, request_id, version)
-        return rpc_response(request_id, version, render_result(method, result, version, call))
+        return await handle(request, agent, ex)
     except AuthenticationRequired as exc:
         return unauthorized(exc)
     except Rejection as exc:
-        return rpc_response(None, version, error=exc.error, status=exc.status)
+        return rpc_response(None, ex.version, error=exc.error, status=exc.status)
     except A2AError as exc:
-        return rpc_response(request_id, version, error=exc)
+        return ex.failure(exc)
     except Exception as exc:
-        return rpc_response(request_id, version, error=internal_error(exc))
+        return ex.failure(internal_error(exc))

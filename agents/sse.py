@@ -67,3 +67,15 @@ def sse_response(
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+def sse_error(request_id: Any, error: A2AError, version: str) -> StreamingHttpResponse:
+    """A stream of one frame: the error, for clients that only read streams."""
+    body = frame(request_id, None, {"error": error_object(error, version)})
+
+    async def single() -> AsyncIterator[bytes]:
+        yield body
+
+    response = StreamingHttpResponse(single(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    return response

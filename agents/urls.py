@@ -9,6 +9,8 @@ from agents import jsonrpc, views
 urlpatterns = [
     path("<str:slug>/.well-known/agent-card.json", views.agent_card, name="agent-card"),
     path("<str:slug>/.well-known/agent.json", views.agent_card, name="agent-card-legacy"),
+    # Clients given only the JSON-RPC URL (the 0.3 conformance kit among them) look here.
+    path("<str:slug>/jsonrpc/.well-known/agent-card.json", views.agent_card),
     path("<str:slug>/v1.0/.well-known/agent-card.json", views.pinned_v1_card, name="agent-card-v1"),
     # Both spellings: a POST must never meet an APPEND_SLASH redirect.
     path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
