@@ -1,4 +1,5 @@
-"""The operator's console for agents: skills inline, filters, a rendered card preview."""
+"""The operator's console for agents (skills inline, filters, a rendered card preview) and
+their API keys (issued once, listed by prefix, revoked; the secret is never stored)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.html import format_html
 
 from agents import cards
 from agents.forms import AgentForm, SkillFormSet
-from agents.models import Agent, Skill
+from agents.models import Agent, ApiKey, Skill
 from agents.views import public_base_url
 
 
@@ -114,3 +118,60 @@ def card_preview_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
     except Exception as exc:  # a stored card that no longer builds must still be editable
         preview = f"This card does not build: {exc}"
     return {"card_preview": preview, "card_url": cards.card_url(base, agent)}
+
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "revoked"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "active"), ("yes", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(revoked_at__isnull=self.value() == "no")
+        return queryset
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "key_prefix", "owner", "agent", "created_at", "last_used_at", "active"]
+    list_filter = [RevokedFilter, "agent"]
+    list_select_related = ["owner", "agent"]
+    search_fields = ["name", "prefix", "owner__username"]
+    actions = ["revoke_keys"]
+    # The hash never appears: it is not a field of any form or column here.
+    fields = ["name", "owner", "agent", "key_prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["key_prefix", "created_at", "last_used_at", "revoked_at"]
+
+    @admin.display(description="key", ordering="prefix")
+    def key_prefix(self, key: ApiKey) -> str:
+        return f"a2a_{key.prefix}_…" if key.prefix else "—"
+
+    @admin.display(description="active", boolean=True, ordering="revoked_at")
+    def active(self, key: ApiKey) -> bool:
+        return key.revoked_at is None
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: ModelForm, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        key, secret = ApiKey.issue(obj.name, obj.owner, obj.agent)
+        obj.pk, obj.prefix, obj.key_hash, obj.created_at = (
+            key.pk, key.prefix, key.key_hash, key.created_at,
+        )  # fmt: skip
+        self.message_user(request, secret_message(secret), messages.SUCCESS)
+
+    @admin.action(description="Revoke the selected keys (clients using them are refused)")
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{count} key(s) revoked.", messages.SUCCESS)
+
+
+def secret_message(secret: str) -> str:
+    # Only the hash is kept: this message is the one time anyone sees the key.
+    return format_html(
+        'The new key is <code class="api-key-secret">{}</code>. Copy it now: it is shown '
+        "only this once and cannot be recovered.",
+        secret,
+    )

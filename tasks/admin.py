@@ -1,0 +1,383 @@
+"""The operator's console for tasks: filters (stuck ones too), a read-only timeline of events,
+messages and artifacts, file downloads, and cancel, which goes through `tasks.lifecycle`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.http import content_disposition_header
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
+
+from tasks import lifecycle, runner
+from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
+
+STUCK_MINUTES = (5, 30, 120)
+TEXT_PREVIEW = 200
+MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*$")
+
+
+# Parts, in their stored 1.0 JSON form, as the operator reads them.
+
+
+def part_kind(part: dict[str, Any]) -> str:
+    return next((k for k in ("text", "raw", "url", "data") if k in part), "empty")
+
+
+def shorten(text: str, limit: int = TEXT_PREVIEW) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def raw_size(encoded: str) -> int:
+    return len(encoded.rstrip("=")) * 3 // 4
+
+
+def summarize_part(part: dict[str, Any]) -> str:
+    """One line of plain text per part, for event summaries."""
+    kind = part_kind(part)
+    if kind == "text":
+        return shorten(str(part["text"]), 80)
+    name = part.get("filename") or "unnamed"
+    media = part.get("mediaType") or "no media type"
+    if kind == "raw":
+        return f"file {name} ({media}, {raw_size(str(part['raw']))} bytes)"
+    if kind == "url":
+        return f"link {part['url']} ({media})"
+    if kind == "data":
+        return "data " + shorten(json.dumps(part["data"], ensure_ascii=False), 80)
+    return "empty part"
+
+
+def summarize_parts(parts: Iterable[dict[str, Any]]) -> str:
+    return " | ".join(summarize_part(p) for p in parts)
+
+
+def render_part(part: dict[str, Any], download_url: str) -> SafeString:
+    kind = part_kind(part)
+    if kind == "raw":
+        return format_html(
+            '<a href="{}" download>⤓ {}</a> ({}, {} bytes)',
+            download_url, safe_filename(str(part.get("filename") or ""), "unnamed file"),
+            part.get("mediaType") or "no media type", raw_size(str(part["raw"])),
+        )  # fmt: skip
+    if kind == "url":
+        url = str(part["url"])
+        if not url.lower().startswith(("http://", "https://")):
+            return format_html("link (not http): <code>{}</code>", url)
+        label = part.get("filename") or url
+        return format_html('<a href="{}" rel="noreferrer noopener">{}</a>', url, label)
+    if kind == "data":
+        return format_html("<code>{}</code>", shorten(json.dumps(part["data"]), 400))
+    return format_html("{}", shorten(str(part.get("text", "")), 2000))
+
+
+def render_parts(row: Message | Artifact, source: str) -> SafeString:
+    items = [
+        (render_part(part, download_url(row, source, index)),)
+        for index, part in enumerate(row.parts or [])
+    ]
+    return format_html_join("", "<div>{}</div>", items) if items else format_html("—")
+
+
+def download_url(row: Message | Artifact, source: str, index: int) -> str:
+    return reverse("admin:tasks_task_file", args=[row.task_id, source, row.pk, index])
+
+
+# Events: the payload is a 1.0 StreamResponse; the timeline needs one readable line.
+
+
+def state_name(status: dict[str, Any]) -> str:
+    return str(status.get("state", "?")).removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def summarize_status(status: dict[str, Any]) -> str:
+    text = f"→ {state_name(status)}"
+    parts = (status.get("message") or {}).get("parts") or []
+    return f"{text}: {summarize_parts(parts)}" if parts else text
+
+
+def summarize_event(event: TaskEvent) -> str:
+    payload = event.payload or {}
+    if "task" in payload:
+        task = payload["task"]
+        history = task.get("history") or []
+        first = summarize_parts(history[0].get("parts") or []) if history else ""
+        return f"created {summarize_status(task.get('status') or {})}; first message: {first}"
+    if "statusUpdate" in payload:
+        return summarize_status(payload["statusUpdate"].get("status") or {})
+    if "artifactUpdate" in payload:
+        return summarize_artifact_update(payload["artifactUpdate"])
+    return shorten(json.dumps(payload))
+
+
+def summarize_artifact_update(update: dict[str, Any]) -> str:
+    artifact = update.get("artifact") or {}
+    label = artifact.get("name") or artifact.get("artifactId") or "?"
+    flags = [f for f, key in (("append", "append"), ("last chunk", "lastChunk")) if update.get(key)]
+    extra = f" [{', '.join(flags)}]" if flags else ""
+    return f"artifact {label}{extra}: {summarize_parts(artifact.get('parts') or [])}"
+
+
+# The timeline: read-only inlines.
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TaskEventInline(ReadOnlyInline):
+    model = TaskEvent
+    verbose_name_plural = "timeline (events)"
+    readonly_fields = ("sequence", "kind", "created_at", "summary")
+    fields = readonly_fields
+    ordering = ["sequence"]
+
+    @admin.display(description="what happened")
+    def summary(self, event: TaskEvent) -> str:
+        return summarize_event(event)
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    readonly_fields = ("position", "role", "message_id", "created_at", "content")
+    fields = readonly_fields
+    ordering = ["position"]
+
+    @admin.display(description="text and files")
+    def content(self, message: Message) -> SafeString:
+        return render_parts(message, "message")
+
+
+class ArtifactInline(ReadOnlyInline):
+    model = Artifact
+    readonly_fields = ("position", "name", "artifact_id", "updated_at", "content")
+    fields = readonly_fields
+    ordering = ["position"]
+
+    @admin.display(description="parts")
+    def content(self, artifact: Artifact) -> SafeString:
+        return render_parts(artifact, "artifact")
+
+
+# The changelist.
+
+
+class StuckFilter(admin.SimpleListFilter):
+    """Open tasks in submitted or working whose status has not moved for a while."""
+
+    title = "stuck"
+    parameter_name = "stuck"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(str(m), f"no progress for over {m} minutes") for m in STUCK_MINUTES]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Task]) -> QuerySet[Task]:
+        value = self.value()
+        if value not in {str(m) for m in STUCK_MINUTES}:
+            return queryset
+        since = timezone.now() - timedelta(minutes=int(str(value)))
+        return queryset.filter(state__in=ACTIVE_STATES, status_timestamp__lt=since)
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = [
+        "short_id", "agent", "state", "owner", "protocol_version", "execution_mode", "created_at",
+        "status_timestamp",
+    ]  # fmt: skip
+    list_filter = ["agent", "state", "protocol_version", StuckFilter]
+    list_select_related = ["agent"]
+    search_fields = ["id", "context_id", "owner"]
+    date_hierarchy = "created_at"
+    actions = ["cancel_tasks"]
+    inlines = [TaskEventInline, MessageInline, ArtifactInline]
+    fieldsets = [
+        (None, {"fields": ["id", "agent", "owner", "context_id", "state", "status_timestamp",
+                           "status_text"]}),
+        ("Execution", {"fields": ["protocol_version", "execution_mode", "runner", "heartbeat_at",
+                                  "last_sequence", "last_error"]}),
+        ("Metadata", {"fields": ["metadata", "created_at", "updated_at"]}),
+    ]  # fmt: skip
+    readonly_fields = ["status_text"]
+
+    # State changes only through the lifecycle: the admin shows tasks and cancels them.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("tasks.change_task")
+
+    @admin.display(description="task", ordering="id")
+    def short_id(self, task: Task) -> str:
+        return str(task.id)[:8]
+
+    @admin.display(description="status message")
+    def status_text(self, task: Task) -> str:
+        parts = (task.status_message or {}).get("parts") or []
+        return summarize_parts(parts) or "—"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        task = self.get_object(request, object_id)
+        can_cancel = task is not None and not task.is_terminal
+        context["can_cancel"] = can_cancel and self.has_cancel_permission(request)
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @admin.action(description="Cancel selected tasks", permissions=["cancel"])
+    def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        canceled, refused = cancel_all(queryset, operator_reason(request))
+        if canceled:
+            self.message_user(request, f"{len(canceled)} task(s) canceled.", messages.SUCCESS)
+        if refused:
+            self.message_user(request, refusal_text(refused), messages.WARNING)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/cancel/", view(self.cancel_view), name="tasks_task_cancel"),
+            path(
+                "<path:object_id>/file/<str:source>/<int:row>/<int:index>/",
+                view(self.file_view),
+                name="tasks_task_file",
+            ),
+            *super().get_urls(),
+        ]
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return require_POST(self._cancel_one)(request, object_id)
+
+    def _cancel_one(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not self.has_cancel_permission(request):
+            raise PermissionDenied
+        task = self.get_object(request, object_id)
+        if task is None:
+            raise Http404("No such task.")
+        canceled, refused = cancel_all([task], operator_reason(request))
+        if canceled:
+            self.message_user(request, "The task was canceled.", messages.SUCCESS)
+        else:
+            self.message_user(request, refusal_text(refused), messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:tasks_task_change", args=[task.pk]))
+
+    def file_view(
+        self, request: HttpRequest, object_id: str, source: str, row: int, index: int
+    ) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        parts = stored_parts(source, row, object_id)
+        if not 0 <= index < len(parts) or part_kind(parts[index]) != "raw":
+            raise Http404("No such file.")
+        return file_response(parts[index], f"part-{index}")
+
+
+def stored_parts(source: str, row: int, task_id: str) -> list[dict[str, Any]]:
+    if source == "message":
+        return get_object_or_404(Message, pk=row, task_id=task_id).parts or []
+    if source == "artifact":
+        return get_object_or_404(Artifact, pk=row, task_id=task_id).parts or []
+    raise Http404("No such file.")
+
+
+# Cancel: the lifecycle writes the state; the runner, wherever it is, is told to stop.
+
+
+def operator_reason(request: HttpRequest) -> str:
+    return f"Canceled by the operator {request.user.get_username()}."
+
+
+def cancel_all(tasks: Iterable[Task], reason: str) -> tuple[list[Task], list[Task]]:
+    canceled: list[Task] = []
+    refused: list[Task] = []
+    for task in tasks:
+        if task.state in TERMINAL_STATES:
+            refused.append(task)
+            continue
+        try:
+            lifecycle.cancel(task.id, task.owner, reason)
+        except lifecycle.TransitionRefused:
+            task.refresh_from_db(fields=["state"])  # it finished meanwhile
+            refused.append(task)
+            continue
+        runner.stop_everywhere(str(task.id))
+        canceled.append(task)
+    return canceled, refused
+
+
+def refusal_text(refused: list[Task]) -> str:
+    listed = ", ".join(f"{task.id} ({task.state})" for task in refused[:10])
+    more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
+    return f"{len(refused)} task(s) not cancelable, already finished: {listed}{more}."
+
+
+# Downloads: the stored bytes, always as an attachment, never rendered on the admin's origin.
+
+
+def file_response(part: dict[str, Any], fallback: str) -> HttpResponse:
+    try:
+        content = decode_raw(str(part["raw"]))
+    except (binascii.Error, ValueError):
+        raise Http404("The stored file is not valid base64.") from None
+    response = HttpResponse(content, content_type=safe_media_type(part.get("mediaType")))
+    name = safe_filename(str(part.get("filename") or ""), fallback)
+    response["Content-Disposition"] = content_disposition_header(True, name) or "attachment"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+def decode_raw(encoded: str) -> bytes:
+    # The JSON mapping writes standard base64; clients may have sent the URL-safe alphabet.
+    normalized = encoded.strip().replace("-", "+").replace("_", "/")
+    return base64.b64decode(normalized + "=" * (-len(normalized) % 4), validate=True)
+
+
+def safe_media_type(value: Any) -> str:
+    media = str(value or "").strip()
+    return media if MEDIA_TYPE.match(media) else "application/octet-stream"
+
+
+def safe_filename(name: str, fallback: str) -> str:
+    """The last path segment, without control characters, quotes or separators."""
+    name = re.split(r"[\\/]", name)[-1]
+    name = "".join(c for c in name if unicodedata.category(c)[0] != "C" and c not in '"<>:|?*')
+    name = name.strip().strip(".")
+    return name[:150] or fallback
