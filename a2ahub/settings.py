@@ -242,6 +242,10 @@ HUB_DEFAULT_AGENT = env_str("HUB_DEFAULT_AGENT", "echo")
 HUB_NAME = env_str("HUB_NAME", "A2A Hub")
 CARD_CACHE_SECONDS = env_int("CARD_CACHE_SECONDS", 300, 0, 86400)
 
+# Outbound HTTP (a2ahub/http.py): webhooks and remote agent cards never reach private, loopback
+# or link-local addresses, except the exact host names or addresses listed here (development).
+PUSH_ALLOWED_HOSTS = env_list("PUSH_ALLOWED_HOSTS")
+
 # A2A protocol limits and timings.
 A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024, 1024**3)
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
@@ -264,3 +268,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# Push notifications: how long and how often a failing webhook is retried.
+PUSH_TIMEOUT_SECONDS = env_float("PUSH_TIMEOUT_SECONDS", 10.0, 0.5, 120.0)
+PUSH_RETRY_BASE_SECONDS = env_float("PUSH_RETRY_BASE_SECONDS", 2.0, 0.01, 3600.0)
+PUSH_RETRY_MAX_SECONDS = env_float("PUSH_RETRY_MAX_SECONDS", 3600.0, 0.1, 86400.0)
+PUSH_RETRY_HORIZON_SECONDS = env_float("PUSH_RETRY_HORIZON_SECONDS", 86400.0, 1.0, 30 * 86400.0)

@@ -37,7 +37,7 @@ from agents.models import Agent
 from agents.principals import authenticate
 from agents.sse import sse_error, sse_response
 from agents.v03 import PARAMS_IN, RESULT_OUT
-from agents.views import find_agent, json_not_found, public_base_url
+from agents.views import find_agent, json_not_found, public_base_url, requested_version
 from tasks.wire import V03, V1, to_json
 
 SUPPORTED_VERSIONS = (V03, V1)
@@ -207,6 +207,8 @@ class Exchange:
 
 
 async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
+    # Errors met before the version is checked go out in the version the header names.
+    ex.version = V1 if requested_version(request) == V1 else V03
     body = check_door(request)
     principal = await sync_to_async(authenticate)(request, agent)
     envelope = parse_json(body)

@@ -22,8 +22,6 @@ class Method:
     adapter: str = ""  # 0.3 only: the converter in agents.v03
 
 
-PUSH = "push.methods.push_config_method"
-
 V1_METHODS: dict[str, Method] = {
     "SendMessage": Method("tasks.methods.send_message", pb.SendMessageRequest),
     "GetTask": Method("tasks.methods.get_task", pb.GetTaskRequest),
@@ -38,10 +36,18 @@ V1_METHODS: dict[str, Method] = {
     "SubscribeToTask": Method(
         "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, streaming=True
     ),
-    "CreateTaskPushNotificationConfig": Method(PUSH, pb.TaskPushNotificationConfig),
-    "GetTaskPushNotificationConfig": Method(PUSH, pb.GetTaskPushNotificationConfigRequest),
-    "ListTaskPushNotificationConfigs": Method(PUSH, pb.ListTaskPushNotificationConfigsRequest),
-    "DeleteTaskPushNotificationConfig": Method(PUSH, pb.DeleteTaskPushNotificationConfigRequest),
+    "CreateTaskPushNotificationConfig": Method(
+        "push.methods.create_push_config", pb.TaskPushNotificationConfig
+    ),
+    "GetTaskPushNotificationConfig": Method(
+        "push.methods.get_push_config", pb.GetTaskPushNotificationConfigRequest
+    ),
+    "ListTaskPushNotificationConfigs": Method(
+        "push.methods.list_push_configs", pb.ListTaskPushNotificationConfigsRequest
+    ),
+    "DeleteTaskPushNotificationConfig": Method(
+        "push.methods.delete_push_config", pb.DeleteTaskPushNotificationConfigRequest
+    ),
 }
 
 V03_METHODS: dict[str, Method] = {
@@ -57,11 +63,21 @@ V03_METHODS: dict[str, Method] = {
     "tasks/resubscribe": Method(
         "tasks.streams.subscribe_to_task", pb.SubscribeToTaskRequest, True, adapter="subscribe"
     ),
-    "tasks/pushNotificationConfig/set": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
-    "tasks/pushNotificationConfig/get": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
-    "tasks/pushNotificationConfig/list": Method(PUSH, pb.TaskPushNotificationConfig, adapter="raw"),
+    "tasks/pushNotificationConfig/set": Method(
+        "push.methods.create_push_config", pb.TaskPushNotificationConfig, adapter="push_set"
+    ),
+    "tasks/pushNotificationConfig/get": Method(
+        "push.methods.get_push_config", pb.GetTaskPushNotificationConfigRequest, adapter="push_get"
+    ),
+    "tasks/pushNotificationConfig/list": Method(
+        "push.methods.list_push_configs",
+        pb.ListTaskPushNotificationConfigsRequest,
+        adapter="push_list",
+    ),
     "tasks/pushNotificationConfig/delete": Method(
-        PUSH, pb.TaskPushNotificationConfig, adapter="raw"
+        "push.methods.delete_push_config",
+        pb.DeleteTaskPushNotificationConfigRequest,
+        adapter="push_delete",
     ),
 }
 

@@ -51,6 +51,31 @@ def subscribe_in(params: dict[str, Any]) -> pb.SubscribeToTaskRequest:
     return pb.SubscribeToTaskRequest(id=validated(v03.TaskIdParams, params).id)
 
 
+def push_set_in(params: dict[str, Any]) -> pb.TaskPushNotificationConfig:
+    parsed = validated(v03.TaskPushNotificationConfig, params)
+    return conversions.to_core_task_push_notification_config(parsed)
+
+
+def push_get_in(params: dict[str, Any]) -> pb.GetTaskPushNotificationConfigRequest:
+    if "pushNotificationConfigId" in params:
+        named = validated(v03.GetTaskPushNotificationConfigParams, params)
+        return pb.GetTaskPushNotificationConfigRequest(
+            task_id=named.id, id=named.push_notification_config_id or ""
+        )
+    return pb.GetTaskPushNotificationConfigRequest(task_id=validated(v03.TaskIdParams, params).id)
+
+
+def push_delete_in(params: dict[str, Any]) -> pb.DeleteTaskPushNotificationConfigRequest:
+    parsed = validated(v03.DeleteTaskPushNotificationConfigParams, params)
+    return pb.DeleteTaskPushNotificationConfigRequest(
+        task_id=parsed.id, id=parsed.push_notification_config_id
+    )
+
+
+def push_config_out(config: pb.TaskPushNotificationConfig) -> dict[str, Any]:
+    return dump_v03(conversions.to_compat_task_push_notification_config(config))
+
+
 def card_in(params: dict[str, Any]) -> pb.GetExtendedAgentCardRequest:
     return pb.GetExtendedAgentCardRequest()
 
@@ -65,15 +90,23 @@ PARAMS_IN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "cancel": cancel_in,
     "card": card_in,
     "subscribe": subscribe_in,
-    "raw": lambda params: params,
+    "push_set": push_set_in,
+    "push_get": push_get_in,
+    "push_list": lambda params: pb.ListTaskPushNotificationConfigsRequest(
+        task_id=validated(v03.ListTaskPushNotificationConfigParams, params).id
+    ),
+    "push_delete": push_delete_in,
 }
 
-RESULT_OUT: dict[str, Callable[[Any], dict[str, Any]]] = {
+RESULT_OUT: dict[str, Callable[[Any], Any]] = {
     "send": lambda result: send_result_json(result, V03),
     "get": lambda task: task_json(task, V03),
     "cancel": lambda task: task_json(task, V03),
     "card": card_out,
-    "raw": lambda result: result,
+    "push_set": push_config_out,
+    "push_get": push_config_out,
+    "push_list": lambda result: [push_config_out(c) for c in result.configs],
+    "push_delete": lambda result: None,
 }
 
 __all__ = ["PARAMS_IN", "RESULT_OUT", "dump_v03"]

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 
 from celery import shared_task
-from django.conf import settings
 from django.db import close_old_connections
 
+from a2ahub.worker import submit
 from tasks import runner
 
 
@@ -29,20 +26,6 @@ def recover_stale_tasks() -> int:
     return runner.recover_stale()
 
 
-@cache
-def in_process_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(
-        max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="a2ahub-worker"
-    )
-
-
-_pool_lock = threading.Lock()
-
-
 def enqueue_run(task_id: str, token: str) -> None:
     """Queue a turn: on Celery workers when distributed, on this process's own pool if not."""
-    if settings.REDIS_URL:
-        run_task.delay(task_id, token)
-        return
-    with _pool_lock:
-        in_process_pool().submit(run_task, task_id, token)
+    submit(run_task, task_id, token)

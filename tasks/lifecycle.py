@@ -79,6 +79,8 @@ class NewTask:
     execution_mode: str
     metadata: dict[str, Any] = field(default_factory=dict)
     id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # A webhook given with the first message; it hears every event from the first one.
+    push_config: pb.TaskPushNotificationConfig | None = None
 
 
 @dataclass
@@ -194,6 +196,11 @@ class Writer:
         for row in self.updated_artifacts:
             row.save(update_fields=["parts", "name", "updated_at"])
         TaskEvent.objects.bulk_create(self.events)
+        if self.task.push_enabled:
+            # In the same transaction as the events: a delivery is never lost to a crash.
+            from push.queue import create_deliveries
+
+            create_deliveries(self.task, self.events)
 
 
 def artifact_row(
@@ -236,6 +243,7 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
         protocol_version=spec.protocol_version, execution_mode=spec.execution_mode,
         runner=runner, heartbeat_at=now if runner else None, created_at=now, updated_at=now,
     )  # fmt: skip
+    task.push_enabled = spec.push_config is not None
     writer = Writer(task, 0, now)
     first = writer.add_message(stamp(spec.message, task, pb.ROLE_USER), 0)
     writer.add_event("task", {"task": to_json(task_to_pb(task, [first]))})
@@ -243,6 +251,10 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
     task.last_sequence = writer.sequence
     with transaction.atomic():
         task.save(force_insert=True)
+        if spec.push_config is not None:
+            from push.configs import create_config
+
+            create_config(task, spec.push_config)
         writer.save_rows()
         after_commit(writer)
     snapshot = None
@@ -370,3 +382,7 @@ def after_commit(writer: Writer) -> None:
     published = [(e.sequence, e.payload) for e in writer.events]
     publish: Callable[[], None] = partial(events.publish, str(writer.task.id), published)
     transaction.on_commit(publish)
+    if writer.task.push_enabled:
+        from push.jobs import kick_task
+
+        transaction.on_commit(partial(kick_task, str(writer.task.id)))

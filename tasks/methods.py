@@ -217,8 +217,14 @@ def check_message(message: pb.Message) -> None:
             raise invalid_params(f"message.parts[{index}]", "has no content")
 
 
-def prepare_follow_up(call: Call, message: pb.Message) -> tuple[Task, list[pb.Message]]:
+def prepare_follow_up(
+    call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None = None
+) -> tuple[Task, list[pb.Message]]:
     task = owned_task(call, message.task_id)
+    if push_config is not None and task.state not in TERMINAL_STATES:
+        from push.configs import create_config
+
+        create_config(task, push_config)
     if task.state in TERMINAL_STATES:
         raise UnsupportedOperationError(
             f"Task {task.id} is {task.state}; it takes no more messages."
@@ -248,16 +254,32 @@ class Turn:
     stored: bool
 
 
+def inline_push_config(
+    call: Call, request: pb.SendMessageRequest
+) -> pb.TaskPushNotificationConfig | None:
+    if not request.configuration.HasField("task_push_notification_config"):
+        return None
+    from push.configs import check_config
+    from push.methods import require_push
+
+    config = request.configuration.task_push_notification_config
+    require_push(call)
+    check_config(config)
+    return config
+
+
 async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     message = request.message
     check_message(message)
     check_modes(call, request)
+    push_config = inline_push_config(call, request)
     if message.task_id:
-        task, history = await sync_to_async(prepare_follow_up)(call, message)
+        task, history = await sync_to_async(prepare_follow_up)(call, message, push_config)
         spec = spec_for(call, request, task.context_id, task.id)
         context = make_context(call, spec, message, history, continuation=True)
         return Turn(spec, context, TaskState.WORKING, stored=True)
     spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
+    spec.push_config = push_config
     context = make_context(call, spec, message, [message], continuation=False)
     return Turn(spec, context, TaskState.SUBMITTED, stored=False)
 

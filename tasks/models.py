@@ -54,6 +54,8 @@ class Task(models.Model):
     runner = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Set once a push config exists, so writes of tasks without webhooks skip the lookup.
+    push_enabled = models.BooleanField(default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

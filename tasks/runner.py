@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -212,9 +212,16 @@ def maintenance_loop() -> None:
             beat()
             if time.monotonic() - last_recovery >= settings.TASK_HEARTBEAT_SECONDS:
                 recover_stale()
+                sweep_push_queues()
                 last_recovery = time.monotonic()
         except Exception:
             logger.exception("task maintenance failed")
+
+
+def sweep_push_queues() -> None:
+    from push.jobs import sweep_due
+
+    sweep_due()
 
 
 def beat() -> None:
@@ -234,8 +241,12 @@ def recover_stale() -> int:
     stale = (
         Task.objects.filter(state__in=ACTIVE_STATES, heartbeat_at__lt=cutoff)
         .exclude(id__in=mine)
+        # A job still waiting for a free worker ("queued:<token>") has no runner that could
+        # have died; a busy queue is not a crash (requeue_lost looks after those).
+        .exclude(runner__startswith="queued:")
         .values_list("id", flat=True)[:500]
     )
+    requeue_lost(cutoff)
     failed = 0
     for task_id in list(stale):
         reason = "The process running this task stopped; the task was failed by recovery."
@@ -243,6 +254,21 @@ def recover_stale() -> int:
             logger.warning("recovered stale task %s", task_id)
             failed += 1
     return failed
+
+
+def requeue_lost(cutoff: datetime) -> None:
+    """Queue again the turns that waited too long: a message may have died with a worker that
+    had prefetched it. Only the job holding the task's token can claim it, so a duplicate
+    finds nothing to do."""
+    from tasks.jobs import enqueue_run
+
+    waiting = Task.objects.filter(
+        state__in=ACTIVE_STATES, runner__startswith="queued:", heartbeat_at__lt=cutoff
+    ).values_list("id", "runner")[:500]
+    for task_id, token in list(waiting):
+        if Task.objects.filter(id=task_id, runner=token).update(heartbeat_at=timezone.now()):
+            logger.warning("queued again the turn of task %s", task_id)
+            enqueue_run(str(task_id), token)
 
 
 def control_loop() -> None:

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -32,6 +33,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "integration" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # In-memory SQLite shares one cache between threads and fails a concurrent writer with
+    # "database table is locked" instead of waiting; the hub writes from worker threads, so
+    # the test database is a file (one per session: several runs may share this tree).
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        path = tmp_path_factory.mktemp("db") / "test.sqlite3"
+        database.setdefault("TEST", {})["NAME"] = str(path)
 
 
 @pytest.fixture

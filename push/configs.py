@@ -1,0 +1,59 @@
+"""Push notification configs: checked, stored with their secrets, shown without them."""
+
+from __future__ import annotations
+
+import uuid
+
+from a2a.types import a2a_pb2 as pb
+from django.db import transaction
+
+from agents.errors import invalid_params
+from push.models import PushNotificationConfig
+from tasks.models import Task
+
+MAX_CONFIGS_PER_TASK = 10
+
+
+def check_config(config: pb.TaskPushNotificationConfig) -> None:
+    """Refuse a webhook URL the hub must not call (private addresses and the like)."""
+    from a2ahub.http import UnsafeURL, check_url
+
+    if not config.url:
+        raise invalid_params("url", "is required")
+    try:
+        check_url(config.url)
+    except UnsafeURL as exc:
+        raise invalid_params("url", str(exc)) from None
+
+
+def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNotificationConfig:
+    """Create or replace the task's config with this id (one is made when it has none)."""
+    config_id = config.id or uuid.uuid4().hex
+    fields = {
+        "url": config.url,
+        "token": config.token,
+        "auth_scheme": config.authentication.scheme,
+        "auth_credentials": config.authentication.credentials,
+        "protocol_version": task.protocol_version,
+        "active": True,
+        "disabled_reason": "",
+    }
+    with transaction.atomic():
+        existing = PushNotificationConfig.objects.filter(task=task)
+        if existing.count() >= MAX_CONFIGS_PER_TASK and not existing.filter(config_id=config_id):
+            raise invalid_params("id", f"a task has at most {MAX_CONFIGS_PER_TASK} configs")
+        row, _ = PushNotificationConfig.objects.update_or_create(
+            task=task, config_id=config_id, defaults=fields
+        )
+        if not task.push_enabled:
+            Task.objects.filter(id=task.id).update(push_enabled=True)
+            task.push_enabled = True
+    return row
+
+
+def public_view(row: PushNotificationConfig) -> pb.TaskPushNotificationConfig:
+    """The config as clients see it: the token and credentials never leave the hub."""
+    shown = pb.TaskPushNotificationConfig(task_id=str(row.task_id), id=row.config_id, url=row.url)
+    if row.auth_scheme:
+        shown.authentication.scheme = row.auth_scheme
+    return shown
