@@ -319,7 +319,9 @@ def add_user_message(task_id: uuid.UUID, owner: str, message: pb.Message) -> Out
     with transaction.atomic():
         updated = Task.objects.filter(
             id=task_id, owner=owner, state__in=[S.INPUT_REQUIRED, S.AUTH_REQUIRED]
-        ).update(state=S.WORKING, last_sequence=F("last_sequence") + 1, updated_at=now)
+        ).update(
+            state=S.WORKING, last_sequence=F("last_sequence") + 1, updated_at=now, heartbeat_at=now
+        )
         if not updated:
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, S.WORKING)
