@@ -251,6 +251,7 @@ A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024,
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 10.0, 0.1, 3600.0)
 TASK_STALE_SECONDS = env_float("TASK_STALE_SECONDS", 60.0, 1.0, 86400.0)
+AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES
 
@@ -266,7 +267,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    # httpx logs every request URL at INFO, and webhook URLs may carry secrets.
+    "loggers": {"django.db.backends": {"level": "INFO"}, "httpx": {"level": "WARNING"}},
 }
 
 # Push notifications: how long and how often a failing webhook is retried.

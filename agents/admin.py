@@ -15,6 +15,7 @@ from django.utils.html import format_html
 
 from agents import cards
 from agents.forms import AgentForm, SkillFormSet
+from agents.lookup import forget_agents
 from agents.models import Agent, ApiKey, Skill
 from agents.views import public_base_url
 
@@ -102,11 +103,13 @@ class AgentAdmin(admin.ModelAdmin):
     @admin.action(description="Enable the selected agents")
     def enable_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         count = queryset.update(enabled=True)
+        forget_agents()
         self.message_user(request, f"{count} agent(s) enabled.", messages.SUCCESS)
 
     @admin.action(description="Disable the selected agents (their cards and endpoints go away)")
     def disable_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         count = queryset.update(enabled=False)
+        forget_agents()
         self.message_user(request, f"{count} agent(s) disabled.", messages.SUCCESS)
 
 

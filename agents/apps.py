@@ -8,3 +8,6 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from agents import lookup  # noqa: F401  (connects the cache's signal receivers)

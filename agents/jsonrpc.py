@@ -32,12 +32,13 @@ from agents.errors import (
     internal_error,
     invalid_params,
 )
+from agents.lookup import cached_agent, find_agent
 from agents.method_table import V03_METHODS, V1_METHODS, Method, resolve
 from agents.models import Agent
-from agents.principals import authenticate
+from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
 from agents.sse import sse_error, sse_response
 from agents.v03 import PARAMS_IN, RESULT_OUT
-from agents.views import find_agent, json_not_found, public_base_url, requested_version
+from agents.views import json_not_found, public_base_url, requested_version
 from tasks.wire import V03, V1, to_json
 
 SUPPORTED_VERSIONS = (V03, V1)
@@ -206,11 +207,19 @@ class Exchange:
         return rpc_response(self.request_id, self.version, error=error)
 
 
+async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
+    # An open agent asked without credentials needs no database, so no thread hop either.
+    open_agent = not agent.security_schemes and not agent.security_requirements
+    if open_agent and DEFAULT_KEY_HEADER not in request.headers:
+        return ANONYMOUS
+    return await sync_to_async(authenticate)(request, agent)
+
+
 async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
     # Errors met before the version is checked go out in the version the header names.
     ex.version = V1 if requested_version(request) == V1 else V03
     body = check_door(request)
-    principal = await sync_to_async(authenticate)(request, agent)
+    principal = await authenticate_caller(request, agent)
     envelope = parse_json(body)
     request_id = envelope_id(envelope)
     if request_id is _INVALID_ID:
@@ -239,8 +248,10 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         )
         response["Allow"] = "POST"
         return response
-    agent = await sync_to_async(find_agent)(slug)
-    if agent is None:
+    agent = cached_agent(slug)
+    if agent is False:
+        agent = await sync_to_async(find_agent)(slug)
+    if not isinstance(agent, Agent):
         return json_not_found(f"No agent named {slug!r} is served here.")
     ex = Exchange()
     try:

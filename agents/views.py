@@ -10,6 +10,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from agents import cards
+from agents.lookup import find_agent
 from agents.models import Agent
 
 
@@ -50,10 +51,6 @@ def _if_none_match(request: HttpRequest) -> set[str]:
     header = request.headers.get("If-None-Match", "")
     tags = {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
     return tags
-
-
-def find_agent(slug: str) -> Agent | None:
-    return Agent.objects.filter(slug=slug, enabled=True).prefetch_related("skills").first()
 
 
 @require_GET

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlsplit
 
 from a2a.types import a2a_pb2 as pb
 from django.db import transaction
@@ -12,14 +13,17 @@ from push.models import PushNotificationConfig
 from tasks.models import Task
 
 MAX_CONFIGS_PER_TASK = 10
+INBOX_PATH = "/push/inbox/"
 
 
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
     """Refuse a webhook URL the hub must not call (private addresses and the like)."""
-    from a2ahub.http import UnsafeURL, check_url
+    from a2ahub.http import UnsafeURL, check_url, is_own_origin
 
     if not config.url:
         raise invalid_params("url", "is required")
+    if is_own_origin(config.url) and not urlsplit(config.url).path.startswith(INBOX_PATH):
+        raise invalid_params("url", "on this hub, only its webhook inbox may receive deliveries")
     try:
         check_url(config.url)
     except UnsafeURL as exc:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
+from asgiref.sync import async_to_sync
 from celery import shared_task
 from django.db import close_old_connections
 
@@ -16,7 +15,9 @@ def run_task(task_id: str, token: str) -> None:
     """Run the executor's turn of a stored task; `token` lets only one worker claim it."""
     close_old_connections()
     try:
-        asyncio.run(runner.run_stored(task_id, token))
+        # async_to_sync, not asyncio.run: the ORM calls of this turn then stay on this worker
+        # thread, instead of queueing behind every other thread's on one shared thread.
+        async_to_sync(runner.run_stored)(task_id, token)
     finally:
         close_old_connections()
 

@@ -48,6 +48,14 @@ def django_db_modify_db_settings(
         database.setdefault("TEST", {})["NAME"] = str(path)
 
 
+@pytest.fixture(autouse=True)
+def fresh_agent_cache() -> None:
+    # Rolled-back test transactions send no signals, so each test starts with no cached agent.
+    from agents.lookup import forget_agents
+
+    forget_agents()
+
+
 @pytest.fixture
 def operator(db: None) -> User:
     return User.objects.create_superuser("op", "op@example.com", "operator-pass-123")

@@ -1,0 +1,594 @@
+"""The hub's only outbound HTTP seam: webhook deliveries and remote agent cards go through here.
+
+Every request is checked twice against private networks (SSRF): `check_url` when a URL is
+accepted, and again inside the connection itself, so a name that resolves to a public address
+when checked and to a private one later (DNS rebinding) is still refused.
+
+How the connect-time check works: each call builds a fresh httpx client whose transport uses a
+connection pool with our own httpcore network backend. httpcore asks that backend to
+`connect_tcp(host, port)` with the URL's host name; the backend resolves the name itself (the
+module-level `resolve`), refuses the request if any resolved address is not public, and then
+opens the socket to the validated IP address, never to the name, so no second lookup can
+change the answer. Everything above the socket still uses the URL: httpx writes the `Host`
+header from it and httpcore passes the URL's host as TLS `server_hostname`, so SNI and
+certificate checks are for the name. Environment proxies and `.netrc` are ignored
+(`trust_env=False`), redirects are never followed (a 3xx is returned as is), and a single
+deadline per call clamps every connect, read and write, so a server that drips its answer byte
+by byte cannot hold a worker past the time limit. Host names and addresses listed in
+`settings.PUSH_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+import anyio
+import httpcore
+import httpx
+from django.conf import settings
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_BYTES = 1024 * 1024
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("a2a-hub")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+USER_AGENT = f"A2A-Hub/{_version()}"
+
+
+class UnsafeURL(ValueError):
+    """The URL points somewhere the hub must not send requests (or is not an http(s) URL)."""
+
+
+class ResponseTooLarge(Exception):
+    """The answer was longer than the caller's limit; the rest was not read."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """A finished answer: the body is already read, and no longer than the limit."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+    elapsed: float
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+# --- Which addresses are refused --------------------------------------------------------------
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_REFUSED_NETWORKS = [
+    (ipaddress.ip_network(network), label)
+    for network, label in (
+        ("0.0.0.0/8", "an unspecified address"),
+        ("10.0.0.0/8", "a private address"),
+        ("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
+        ("127.0.0.0/8", "a loopback address"),
+        ("169.254.0.0/16", "a link-local address"),
+        ("172.16.0.0/12", "a private address"),
+        ("192.0.0.0/24", "a reserved (IETF protocol) address"),
+        ("192.0.2.0/24", "a documentation address"),
+        ("192.88.99.0/24", "a reserved (6to4 relay) address"),
+        ("192.168.0.0/16", "a private address"),
+        ("198.18.0.0/15", "a benchmarking address"),
+        ("198.51.100.0/24", "a documentation address"),
+        ("203.0.113.0/24", "a documentation address"),
+        ("224.0.0.0/4", "a multicast address"),
+        ("255.255.255.255/32", "the broadcast address"),
+        ("240.0.0.0/4", "a reserved address"),
+        ("::/128", "an unspecified address"),
+        ("::1/128", "a loopback address"),
+        ("::/8", "a reserved address"),
+        ("64:ff9b:1::/48", "a private (local NAT64) address"),
+        ("100::/64", "a discard-only address"),
+        ("2001::/23", "a reserved (IETF protocol) address"),
+        ("2001:db8::/32", "a documentation address"),
+        ("3fff::/20", "a documentation address"),
+        ("fc00::/7", "a unique local (private) address"),
+        ("fe80::/10", "a link-local address"),
+        ("fec0::/10", "a site-local address"),
+        ("ff00::/8", "a multicast address"),
+    )
+]
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def refusal(address: IPAddress) -> str | None:
+    """Why the hub must not connect to `address` ("a loopback address"), or None if public."""
+    if isinstance(address, ipaddress.IPv6Address):
+        for inner in _embedded_ipv4(address):
+            reason = refusal(inner)
+            if reason:
+                return f"an IPv6 form of {inner}, {reason}"
+        if address.ipv4_mapped:
+            return None
+    for network, label in _REFUSED_NETWORKS:
+        if address in network:
+            return label
+    # The list above is explicit; the standard library's view is a second opinion.
+    if not address.is_global or address.is_multicast:
+        return "not a public address"
+    return None
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    # These IPv6 forms carry an IPv4 address that a gateway or the kernel may connect to.
+    found = [address.ipv4_mapped, address.sixtofour]
+    if address in _NAT64:
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [inner for inner in found if inner is not None]
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to, in the resolver's order (tests replace this seam)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+# --- Which URLs are allowed -------------------------------------------------------------------
+
+Origin = tuple[str, str, int]
+_own_origins: set[Origin] = set()
+
+
+def _normal_host(host: str) -> str:
+    host = host.strip().strip("[]").lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+def _allowed_hosts() -> set[str]:
+    return {_normal_host(host) for host in getattr(settings, "PUSH_ALLOWED_HOSTS", [])}
+
+
+def _origin(url: str) -> Origin | None:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return None
+    if parsed.scheme not in _DEFAULT_PORTS or not parsed.raw_host:
+        return None
+    host = _normal_host(parsed.raw_host.decode("ascii"))
+    return (parsed.scheme, host, parsed.port or _DEFAULT_PORTS[parsed.scheme])
+
+
+def register_own_origin(origin: str) -> None:
+    """Let requests reach `origin` ("https://hub.example:8443"), which the hub itself serves.
+
+    Only pass an origin the hub knows is its own (its settings, the port it listens on): a
+    registered origin skips the address checks, so one taken from an unchecked `Host` header
+    would open any local port to webhooks.
+    """
+    key = _origin(origin)
+    parsed = httpx.URL(origin) if key else None
+    if key is None or parsed is None or parsed.userinfo or parsed.raw_path != b"/":
+        raise ValueError(f"{origin!r} is not an origin like https://hub.example:8443")
+    _own_origins.add(key)
+
+
+def forget_own_origins() -> None:
+    _own_origins.clear()
+
+
+def is_own_origin(url: str) -> bool:
+    """True if `url` has exactly the scheme, host and port of one of the hub's own origins."""
+    key = _origin(url)
+    if key is None:
+        return False
+    public = _origin(settings.PUBLIC_BASE_URL) if settings.PUBLIC_BASE_URL else None
+    return key == public or key in _own_origins
+
+
+@dataclass(frozen=True)
+class _Target:
+    host: str
+    port: int
+    trusted: bool
+
+
+def _parse_url(url: str) -> httpx.URL:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise UnsafeURL(f"{url!r} is not a valid URL: {exc}") from exc
+    if parsed.scheme not in _DEFAULT_PORTS:
+        raise UnsafeURL(f"{url!r} must start with http:// or https://")
+    if not parsed.raw_host:
+        raise UnsafeURL(f"{url!r} has no host")
+    if parsed.userinfo:
+        raise UnsafeURL("the URL must not contain a user name or password")
+    return parsed
+
+
+def _target(url: str) -> _Target:
+    """The checks that need no DNS: the URL's form, the allow-list, and literal addresses."""
+    parsed = _parse_url(url)
+    host = parsed.raw_host.decode("ascii")
+    port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
+    trusted = _normal_host(host) in _allowed_hosts() or is_own_origin(url)
+    if not trusted and _is_address(host):
+        _check_addresses(host, [host])
+    return _Target(host, port, trusted)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_addresses(host: str, addresses: Iterable[str]) -> None:
+    allowed = _allowed_hosts()
+    for address in addresses:
+        if _normal_host(address) in allowed:
+            continue
+        reason = refusal(ipaddress.ip_address(address))
+        if reason:
+            where = f"{host} is" if address == host else f"{host} resolves to {address},"
+            raise UnsafeURL(
+                f"{where} {reason}; the hub only sends requests to public addresses "
+                "(PUSH_ALLOWED_HOSTS opens a host for development)"
+            )
+
+
+def check_url(url: str) -> None:
+    """Raise UnsafeURL unless `url` is an http(s) URL whose host resolves to public addresses."""
+    target = _target(url)
+    if target.trusted or _is_address(target.host):
+        return
+    try:
+        addresses = resolve(target.host, target.port)
+    except OSError as exc:
+        raise UnsafeURL(f"{target.host} does not resolve: {exc}") from exc
+    _check_addresses(target.host, addresses)
+
+
+def _connectable(host: str, addresses: list[str], trusted: bool) -> list[str]:
+    if not addresses:
+        raise httpcore.ConnectError(f"{host} resolves to no address")
+    if not trusted:
+        _check_addresses(host, addresses)
+    return addresses
+
+
+# --- The connect-time check -------------------------------------------------------------------
+
+
+class _Deadline:
+    """One time limit for the whole call; every socket operation gets what is left of it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.started = time.monotonic()
+        self.end = self.started + seconds
+
+    def clamp(self, timeout: float | None, error: type[Exception]) -> float:
+        remaining = self.end - time.monotonic()
+        if remaining <= 0:
+            raise error("the request took longer than its time limit")
+        return remaining if timeout is None else min(timeout, remaining)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._deadline.clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._deadline.clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname, limit), self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    """Resolves and checks the host itself, then connects to a checked address, not the name."""
+
+    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+        self._inner = httpcore.SyncBackend()
+        self._trusted_host = trusted_host
+        self._deadline = deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        try:
+            addresses = resolve(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
+        error: Exception = httpcore.ConnectError(f"cannot connect to {host}")
+        for address in _connectable(host, addresses, host == self._trusted_host):
+            limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+            try:
+                stream = self._inner.connect_tcp(
+                    address, port, limit, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                error = exc  # e.g. ::1 refused but 127.0.0.1 listening: try the next one
+                continue
+            return _Stream(stream, self._deadline)
+        raise error
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _AsyncStream(httpcore.AsyncNetworkStream):
+    def __init__(self, inner: httpcore.AsyncNetworkStream, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        limit = self._deadline.clamp(timeout, httpcore.ReadTimeout)
+        return await self._inner.read(max_bytes, limit)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, self._deadline.clamp(timeout, httpcore.WriteTimeout))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+        inner = await self._inner.start_tls(ssl_context, server_hostname, limit)
+        return _AsyncStream(inner, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _AsyncBackend(httpcore.AsyncNetworkBackend):
+    """The async twin of `_Backend`; the blocking lookup runs in a worker thread."""
+
+    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+        self._inner = httpcore.AnyIOBackend()
+        self._trusted_host = trusted_host
+        self._deadline = deadline
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await self._resolve(host, port, timeout)
+        error: Exception = httpcore.ConnectError(f"cannot connect to {host}")
+        for address in _connectable(host, addresses, host == self._trusted_host):
+            limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+            try:
+                stream = await self._inner.connect_tcp(
+                    address, port, limit, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+                continue
+            return _AsyncStream(stream, self._deadline)
+        raise error
+
+    async def _resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
+        limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+        try:
+            with anyio.fail_after(limit):
+                return await anyio.to_thread.run_sync(resolve, host, port, abandon_on_cancel=True)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"looking up {host} took too long") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+class _Transport(httpx.HTTPTransport):
+    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+        super().__init__(verify=_ssl_context(), trust_env=False)
+        # The same pool httpx would build, but its sockets come from our checking backend.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=_ssl_context(),
+            network_backend=_Backend(trusted_host, deadline),
+        )
+
+
+class _AsyncTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+        super().__init__(verify=_ssl_context(), trust_env=False)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=_ssl_context(),
+            network_backend=_AsyncBackend(trusted_host, deadline),
+        )
+
+
+# --- Public API -------------------------------------------------------------------------------
+
+
+def _client_options(timeout: float) -> dict[str, Any]:
+    return {"trust_env": False, "follow_redirects": False, "timeout": httpx.Timeout(timeout)}
+
+
+def _headers(headers: Mapping[str, str] | None) -> httpx.Headers:
+    merged = httpx.Headers({"Accept-Encoding": "identity"})
+    merged.update(headers or {})
+    merged["User-Agent"] = USER_AGENT
+    return merged
+
+
+def _check_length(response: httpx.Response, max_bytes: int) -> None:
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise ResponseTooLarge(f"the response is {declared} bytes, more than {max_bytes}")
+
+
+def _append(body: bytearray, chunk: bytes, max_bytes: int) -> None:
+    body += chunk
+    if len(body) > max_bytes:
+        raise ResponseTooLarge(f"the response is longer than {max_bytes} bytes")
+
+
+def _read(response: httpx.Response, max_bytes: int) -> bytes:
+    _check_length(response, max_bytes)
+    body = bytearray()
+    chunks: Iterator[bytes] = response.iter_bytes()
+    for chunk in chunks:
+        _append(body, chunk, max_bytes)
+    return bytes(body)
+
+
+async def _async_read(response: httpx.Response, max_bytes: int) -> bytes:
+    _check_length(response, max_bytes)
+    body = bytearray()
+    chunks: AsyncIterator[bytes] = response.aiter_bytes()
+    async for chunk in chunks:
+        _append(body, chunk, max_bytes)
+    return bytes(body)
+
+
+def _send(
+    method: str,
+    url: str,
+    content: bytes | None,
+    headers: Mapping[str, str] | None,
+    timeout: float,
+    max_bytes: int,
+) -> Response:
+    target = _target(url)
+    deadline = _Deadline(timeout)
+    transport = _Transport(target.host if target.trusted else None, deadline)
+    with httpx.Client(transport=transport, **_client_options(timeout)) as client:
+        request = client.build_request(method, url, content=content, headers=_headers(headers))
+        response = client.send(request, stream=True)
+        try:
+            body = _read(response, max_bytes)
+        finally:
+            response.close()
+    elapsed = time.monotonic() - deadline.started
+    return Response(response.status_code, response.headers, body, elapsed)
+
+
+async def _async_send(
+    method: str,
+    url: str,
+    content: bytes | None,
+    headers: Mapping[str, str] | None,
+    timeout: float,
+    max_bytes: int,
+) -> Response:
+    target = _target(url)
+    deadline = _Deadline(timeout)
+    transport = _AsyncTransport(target.host if target.trusted else None, deadline)
+    async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
+        request = client.build_request(method, url, content=content, headers=_headers(headers))
+        response = await client.send(request, stream=True)
+        try:
+            body = await _async_read(response, max_bytes)
+        finally:
+            await response.aclose()
+    elapsed = time.monotonic() - deadline.started
+    return Response(response.status_code, response.headers, body, elapsed)
+
+
+def post(
+    url: str,
+    *,
+    content: bytes,
+    headers: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Response:
+    """POST `content` to `url`. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
+    return _send("POST", url, content, headers, timeout, max_bytes)
+
+
+def get(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Response:
+    """GET `url`. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
+    return _send("GET", url, None, headers, timeout, max_bytes)
+
+
+async def async_post(
+    url: str,
+    *,
+    content: bytes,
+    headers: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Response:
+    """The async `post`, for code running on the event loop."""
+    return await _async_send("POST", url, content, headers, timeout, max_bytes)
+
+
+async def async_get(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Response:
+    """The async `get`, for code running on the event loop."""
+    return await _async_send("GET", url, None, headers, timeout, max_bytes)

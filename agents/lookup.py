@@ -1,0 +1,56 @@
+"""Finding the agent a request names, with a short per-process cache.
+
+Every A2A request needs its agent; reading it (and its skills) from the database each time
+cost two queries on the hottest path. Saves and deletes here clear the entry at once; other
+processes see a change within AGENT_CACHE_SECONDS.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from agents.models import Agent, Skill
+
+_cache: dict[str, tuple[float, Agent | None]] = {}
+_lock = threading.Lock()
+
+
+def find_agent(slug: str) -> Agent | None:
+    """The enabled agent with this slug (skills loaded), or None."""
+    now = time.monotonic()
+    with _lock:
+        hit = _cache.get(slug)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    agent = Agent.objects.filter(slug=slug, enabled=True).prefetch_related("skills").first()
+    if settings.AGENT_CACHE_SECONDS > 0:
+        with _lock:
+            _cache[slug] = (now + settings.AGENT_CACHE_SECONDS, agent)
+    return agent
+
+
+def cached_agent(slug: str) -> Agent | bool | None:
+    """The cached answer without touching the database; False when there is none."""
+    hit = _cache.get(slug)
+    if hit is None or hit[0] <= time.monotonic():
+        return False
+    return hit[1]
+
+
+def forget_agents() -> None:
+    with _lock:
+        _cache.clear()
+
+
+@receiver(post_save, sender=Agent)
+@receiver(post_delete, sender=Agent)
+@receiver(post_save, sender=Skill)
+@receiver(post_delete, sender=Skill)
+def agent_changed(**_: Any) -> None:
+    forget_agents()
