@@ -262,14 +262,20 @@ def _check_addresses(host: str, addresses: Iterable[str]) -> None:
             )
 
 
-def check_url(url: str) -> None:
-    """Raise UnsafeURL unless `url` is an http(s) URL whose host resolves to public addresses."""
+def check_url(url: str, allow_unresolved: bool = False) -> None:
+    """Raise UnsafeURL unless `url` is an http(s) URL whose host resolves to public addresses.
+
+    With `allow_unresolved`, a name that does not resolve now passes: a webhook may be
+    registered before its DNS exists, and the connect-time check still guards every request.
+    """
     target = _target(url)
     if target.trusted or _is_address(target.host):
         return
     try:
         addresses = resolve(target.host, target.port)
     except OSError as exc:
+        if allow_unresolved:
+            return
         raise UnsafeURL(f"{target.host} does not resolve: {exc}") from exc
     _check_addresses(target.host, addresses)
 

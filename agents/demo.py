@@ -43,6 +43,7 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "executor_kind": "conformance",
         "default_input_modes": CONFORMANCE_MODES,
         "default_output_modes": CONFORMANCE_MODES,
+        "push_notifications": True,
         "skills": [CONFORMANCE_SKILL],
     },
     {

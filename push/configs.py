@@ -14,6 +14,7 @@ from tasks.models import Task
 
 MAX_CONFIGS_PER_TASK = 10
 INBOX_PATH = "/push/inbox/"
+DEFAULT_ID = "default"
 
 
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
@@ -25,14 +26,14 @@ def check_config(config: pb.TaskPushNotificationConfig) -> None:
     if is_own_origin(config.url) and not urlsplit(config.url).path.startswith(INBOX_PATH):
         raise invalid_params("url", "on this hub, only its webhook inbox may receive deliveries")
     try:
-        check_url(config.url)
+        check_url(config.url, allow_unresolved=True)
     except UnsafeURL as exc:
         raise invalid_params("url", str(exc)) from None
 
 
 def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNotificationConfig:
     """Create or replace the task's config with this id (one is made when it has none)."""
-    config_id = config.id or uuid.uuid4().hex
+    config_id = config.id or unused_id(task)
     fields = {
         "url": config.url,
         "token": config.token,
@@ -53,6 +54,13 @@ def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNoti
             Task.objects.filter(id=task.id).update(push_enabled=True)
             task.push_enabled = True
     return row
+
+
+def unused_id(task: Task) -> str:
+    """The first unnamed config of a task is "default" (0.3 clients fetch it by that name)."""
+    if not PushNotificationConfig.objects.filter(task=task, config_id=DEFAULT_ID).exists():
+        return DEFAULT_ID
+    return uuid.uuid4().hex
 
 
 def public_view(row: PushNotificationConfig) -> pb.TaskPushNotificationConfig:
