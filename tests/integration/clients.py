@@ -1,0 +1,103 @@
+"""The official a2a-sdk client, pointed at one web process and pinned to one protocol version.
+
+The client reads the agent's card from that process and keeps only the JSON-RPC interface of
+the version under test, so its own factory picks the 1.0 transport or the 0.3 compat one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+
+VERSIONS = ["1.0", "0.3"]
+HTTP_TIMEOUT = 45.0
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+}
+
+
+@asynccontextmanager
+async def a2a_client(base: str, slug: str, version: str) -> AsyncIterator[Client]:
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+        card = await A2ACardResolver(http, f"{base}/agents/{slug}").get_agent_card()
+        pinned = [
+            i
+            for i in card.supported_interfaces
+            if i.protocol_binding == "JSONRPC" and i.protocol_version == version
+        ]
+        assert pinned, f"the card of {slug} offers no JSON-RPC interface for {version}"
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(pinned)
+        config = ClientConfig(streaming=False, httpx_client=http)
+        client = ClientFactory(config).create(card)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def user_message(text: str, task_id: str = "", context_id: str = "") -> Message:
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=uuid.uuid4().hex,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def send(client: Client, message: Message, immediately: bool = False) -> Task:
+    """Send without streaming; the hub answers these demo agents with a Task."""
+    configuration = SendMessageConfiguration(return_immediately=immediately)
+    request = SendMessageRequest(message=message, configuration=configuration)
+    replies = [reply async for reply in client.send_message(request)]
+    assert len(replies) == 1 and replies[0].HasField("task"), replies
+    return replies[0].task
+
+
+async def get(client: Client, task_id: str) -> Task:
+    return await client.get_task(GetTaskRequest(id=task_id))
+
+
+async def read_task(base: str, slug: str, version: str, task_id: str) -> Task:
+    """GetTask through a client made for this one call."""
+    async with a2a_client(base, slug, version) as client:
+        return await get(client, task_id)
+
+
+async def wait_for_state(
+    client: Client, task_id: str, wanted: set[int], timeout: float, interval: float = 0.2
+) -> Task:
+    """Poll GetTask until the task is in one of the wanted states; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    task = await get(client, task_id)
+    while task.status.state not in wanted:
+        if time.monotonic() > deadline:
+            name = TaskState.Name(task.status.state)
+            raise AssertionError(f"task {task_id} still {name} after {timeout}s")
+        await asyncio.sleep(interval)
+        task = await get(client, task_id)
+    return task
+
+
+def texts(parts: object) -> list[str]:
+    return [part.text for part in parts if part.HasField("text")]  # type: ignore[attr-defined]

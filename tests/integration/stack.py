@@ -1,0 +1,235 @@
+"""The distributed hub as real processes: how to start, watch, and stop them.
+
+A fresh PostgreSQL database, a Redis database this session claims, two daphne web processes
+and two Celery workers, all configured from the environment as an operator would. Each
+process writes to its own log file in the session's temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import redis
+
+from tests.helpers import ROOT, free_port, wait_for_http
+
+# Redis databases this suite may take; each session claims one, so its broker queue never
+# mixes with a developer's hub or with another run of this suite.
+REDIS_DBS = range(5, 16)
+REDIS_CLAIM_KEY = "a2ahub-integration:claimed-by"
+HEARTBEAT_SECONDS = "0.5"
+STALE_SECONDS = "3"
+THREADS_PER_WORKER = 4
+STARTUP_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+def with_path(url: str, path: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
+
+
+def postgres_url(database: str) -> str:
+    return with_path(os.environ["DATABASE_URL"], f"/{database}")
+
+
+def admin_connection() -> psycopg.Connection:
+    url = postgres_url("postgres").replace("postgres://", "postgresql://", 1)
+    return psycopg.connect(url, autocommit=True, connect_timeout=10)
+
+
+def create_database(name: str) -> None:
+    with admin_connection() as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(name: str) -> None:
+    with admin_connection() as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    if not path.exists():
+        return f"(no log at {path})"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@dataclass
+class Process:
+    """One hub process and the file its output goes to."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def describe(self) -> str:
+        return f"--- {self.name} (pid {self.pid}) log tail:\n{log_tail(self.log)}"
+
+
+@dataclass
+class Hub:
+    """The running hub: its web processes' base URLs, workers, and how to reach its rows."""
+
+    env: dict[str, str]
+    database_url: str
+    logs: Path
+    web_a: str = ""
+    web_b: str = ""
+    processes: list[Process] = field(default_factory=list)
+
+    @property
+    def workers(self) -> list[Process]:
+        return [p for p in self.processes if p.name.startswith("worker") and p.alive()]
+
+    def spawn(self, name: str, command: list[str]) -> Process:
+        log = self.logs / f"{name}.log"
+        with log.open("wb") as out:
+            popen = subprocess.Popen(
+                command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+        process = Process(name, popen, log)
+        self.processes.append(process)
+        return process
+
+    def start_web(self, name: str) -> tuple[Process, str]:
+        port = free_port()
+        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        return self.spawn(name, [*command, "a2ahub.asgi:application"]), f"http://127.0.0.1:{port}"
+
+    def start_worker(self, name: str) -> Process:
+        command = [
+            sys.executable, "-m", "celery", "-A", "a2ahub", "worker",
+            "-P", "threads", "-c", str(THREADS_PER_WORKER),
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "-l", "INFO", "-n", f"{name}@%h",
+        ]  # fmt: skip
+        return self.spawn(name, command)
+
+    def replace_worker(self, dead: Process) -> Process:
+        """A fresh worker in place of one that died, so later tests keep two."""
+        return self.start_worker(f"{dead.name}-again")
+
+    def wait_for_worker(self, worker: Process, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Celery logs `ready.` once it consumes jobs and its maintenance thread runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not worker.alive():
+                raise RuntimeError(f"{worker.name} exited")
+            if " ready." in worker.log.read_text(errors="replace"):
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"{worker.name} was not ready within {timeout}s")
+
+    def wait_for_log(self, process: Process, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in process.log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{process.name} did not log {text!r} within {timeout}s")
+            time.sleep(0.1)
+
+    def runner_of(self, task_id: str) -> str:
+        """Which process runs (or ran) a task: `host:pid`, as the runner stores it."""
+        url = self.database_url.replace("postgres://", "postgresql://", 1)
+        with psycopg.connect(url, connect_timeout=10) as connection:
+            row = connection.execute(
+                "SELECT runner FROM tasks_task WHERE id = %s", (task_id,)
+            ).fetchone()
+        return str(row[0]) if row else ""
+
+    def process_running(self, task_id: str) -> Process | None:
+        runner = self.runner_of(task_id)
+        return next((p for p in self.processes if runner.endswith(f":{p.pid}")), None)
+
+    def report(self) -> str:
+        return "\n".join(p.describe() for p in self.processes)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.alive():
+                process.popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for process in self.processes:
+            try:
+                process.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.popen.kill()
+                process.popen.wait(timeout=STOP_TIMEOUT)
+
+
+def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PUBLIC_BASE_URL", "DEBUG"}}
+    return env | {
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or f"integration-{uuid.uuid4().hex}",
+        "DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "a2ahub.settings",
+        "TASK_HEARTBEAT_SECONDS": HEARTBEAT_SECONDS,
+        "TASK_STALE_SECONDS": STALE_SECONDS,
+        "A2A_BLOCKING_TIMEOUT_SECONDS": "30",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def prepare_database(env: dict[str, str]) -> None:
+    """Migrate and seed in one process: each Django start costs seconds on a busy machine."""
+    script = (
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('migrate', interactive=False, verbosity=0); call_command('seed_demo')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"migrate and seed_demo failed:\n{done.stdout}\n{done.stderr}")
+
+
+def claim_redis_database(session: str) -> str:
+    """The URL of a Redis database no other session holds, emptied of everything but our claim."""
+    for number in REDIS_DBS:
+        url = with_path(os.environ["REDIS_URL"], f"/{number}")
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        if client.set(REDIS_CLAIM_KEY, session, nx=True, ex=3600):
+            stale = [key for key in client.scan_iter(count=1000) if key != REDIS_CLAIM_KEY.encode()]
+            if stale:
+                client.delete(*stale)
+            return url
+    raise RuntimeError(f"every Redis database in {REDIS_DBS} is claimed by another session")
+
+
+def release_redis_database(url: str, session: str) -> None:
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    if client.get(REDIS_CLAIM_KEY) == session.encode():
+        client.flushdb()
+
+
+def start_all(running: Hub) -> Hub:
+    """Start every process at once, then wait for each to answer."""
+    web_a, running.web_a = running.start_web("web-a")
+    web_b, running.web_b = running.start_web("web-b")
+    workers = [running.start_worker("worker1"), running.start_worker("worker2")]
+    try:
+        for process, base in ((web_a, running.web_a), (web_b, running.web_b)):
+            wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)
+        for worker in workers:
+            running.wait_for_worker(worker)
+    except (RuntimeError, TimeoutError) as exc:
+        raise RuntimeError(f"the hub did not start: {exc}\n{running.report()}") from exc
+    return running
