@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tasks import events
+from tasks import events, sql
 from tasks.models import (
     OPEN_STATES,
     TERMINAL_STATES,
@@ -249,14 +249,22 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
     writer.add_event("task", {"task": to_json(task_to_pb(task, [first]))})
     apply_changes(writer, changes, {}, 1)
     task.last_sequence = writer.sequence
-    with transaction.atomic():
-        task.save(force_insert=True)
-        if spec.push_config is not None:
-            from push.configs import create_config
-
-            create_config(task, spec.push_config)
-        writer.save_rows()
+    if (
+        spec.push_config is None
+        and sql.can_insert_in_one_statement()
+        and not writer.updated_artifacts
+    ):
+        sql.insert_all([[task], writer.messages, writer.artifacts, writer.events])
         after_commit(writer)
+    else:
+        with transaction.atomic():
+            task.save(force_insert=True)
+            if spec.push_config is not None:
+                from push.configs import create_config
+
+                create_config(task, spec.push_config)
+            writer.save_rows()
+            after_commit(writer)
     snapshot = None
     if end in ENDING_STATES:
         snapshot = task_to_pb(task, writer.messages, writer.artifacts)
