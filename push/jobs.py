@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
@@ -16,7 +17,6 @@ from a2ahub.worker import submit
 from push import delivery as sending
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 
-LEASE_SECONDS = 120
 BATCH = 200
 
 
@@ -25,9 +25,15 @@ def claim(config_pk: int) -> bool:
     claimed = (
         PushNotificationConfig.objects.filter(pk=config_pk)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + timedelta(seconds=LEASE_SECONDS))
+        .update(lease_until=now + timedelta(seconds=settings.PUSH_LEASE_SECONDS))
     )
     return bool(claimed)
+
+
+def renew(config_pk: int) -> None:
+    PushNotificationConfig.objects.filter(pk=config_pk).update(
+        lease_until=timezone.now() + timedelta(seconds=settings.PUSH_LEASE_SECONDS)
+    )
 
 
 def release(config_pk: int) -> None:
@@ -60,6 +66,7 @@ def work_queue(config_pk: int) -> None:
         if wait > 0:
             submit(deliver_config, config_pk, countdown=wait)
             return
+        renew(config_pk)  # a long queue must not outlive its lease and meet a second worker
         if not attempt(item):
             return
     submit(deliver_config, config_pk)  # more than one batch: let other queues have a turn

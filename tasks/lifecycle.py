@@ -90,6 +90,7 @@ class Outcome:
     state: TaskState
     last_sequence: int
     snapshot: pb.Task | None = None
+    known: Known | None = None
 
 
 def check_transition(current: TaskState, change: Change) -> TaskState:
@@ -268,7 +269,10 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
     snapshot = None
     if end in ENDING_STATES:
         snapshot = task_to_pb(task, writer.messages, writer.artifacts)
-    return Outcome(end, writer.sequence, snapshot)
+    known = Known(
+        task.context_id, len(writer.messages), {a.artifact_id: a for a in writer.artifacts}
+    )
+    return Outcome(end, writer.sequence, snapshot, known)
 
 
 def apply_changes(
@@ -282,37 +286,61 @@ def apply_changes(
             writer.artifact(change, artifacts)
 
 
-def record(task_id: uuid.UUID, expected: TaskState, changes: Sequence[Change]) -> Outcome:
-    """Apply an executor's changes to a stored task that is still in the `expected` state."""
+@dataclass
+class Known:
+    """What a runner already knows of its stored task, so a write need not read it first."""
+
+    context_id: str
+    position: int  # how many messages the task has
+    artifacts: dict[str, Artifact] | None = None  # None: not known, read them when needed
+
+
+def record(
+    task_id: uuid.UUID, expected: TaskState, changes: Sequence[Change], known: Known | None = None
+) -> Outcome:
+    """Apply an executor's changes to a stored task that is still in the `expected` state:
+    one conditional UPDATE (returning the new event count) and the new rows."""
     end = final_state(expected, changes)
     now = timezone.now()
     with transaction.atomic():
-        updated = Task.objects.filter(id=task_id, state=expected).update(
-            state=end, last_sequence=F("last_sequence") + count_events(changes),
-            updated_at=now, heartbeat_at=now,
-        )  # fmt: skip
-        if not updated:
+        known = known or read_known(task_id)
+        if known.artifacts is None and any(isinstance(c, ArtifactChange) for c in changes):
+            known.artifacts = {a.artifact_id: a for a in Artifact.objects.filter(task_id=task_id)}
+        shell = Task(id=task_id, context_id=known.context_id, state=expected)
+        writer = Writer(shell, 0, now)
+        artifacts = known.artifacts if known.artifacts is not None else {}
+        apply_changes(writer, changes, artifacts, known.position)
+        returned = sql.update_task(
+            task_id, expected, end, len(writer.events), now, status_of(shell, changes)
+        )
+        if returned is None:
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, end)
-        task = Task.objects.get(id=task_id)
-        writer = Writer(task, task.last_sequence - count_events(changes), now)
-        artifacts = existing_artifacts(task, changes)
-        position = Message.objects.filter(task=task).count()
-        apply_changes(writer, changes, artifacts, position)
-        save_status(task)
+        last_sequence, shell.push_enabled = returned
+        for offset, event in enumerate(writer.events, start=last_sequence - len(writer.events) + 1):
+            event.sequence = offset
+        writer.sequence = last_sequence
         writer.save_rows()
         after_commit(writer)
+    known.position += len(writer.messages)
     return Outcome(end, writer.sequence)
+
+
+def read_known(task_id: uuid.UUID) -> Known:
+    context_id = Task.objects.filter(id=task_id).values_list("context_id", flat=True).first()
+    if context_id is None:
+        raise TransitionRefused(None, "a change")
+    return Known(context_id, Message.objects.filter(task_id=task_id).count())
+
+
+def status_of(task: Task, changes: Sequence[Change]) -> dict[str, Any] | None:
+    if not any(isinstance(c, StatusChange) for c in changes):
+        return None
+    return {"status_message": task.status_message, "status_timestamp": task.status_timestamp}
 
 
 def count_events(changes: Sequence[Change]) -> int:
     return len(changes)
-
-
-def existing_artifacts(task: Task, changes: Sequence[Change]) -> dict[str, Artifact]:
-    if not any(isinstance(c, ArtifactChange) for c in changes):
-        return {}
-    return {a.artifact_id: a for a in Artifact.objects.filter(task=task)}
 
 
 def save_status(task: Task) -> None:

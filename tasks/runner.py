@@ -84,6 +84,8 @@ async def start(
     """Start an executor's turn on this loop and return its updater (whose `settled` future
     resolves when the task reaches a final or interrupted state, or the agent replies)."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
+    if stored:
+        updater.known = lifecycle.Known(spec.context_id, len(context.history))
     run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())
     with _running_lock:
         RUNNING[updater.task_id] = run
@@ -216,6 +218,9 @@ def maintenance_loop() -> None:
                 last_recovery = time.monotonic()
         except Exception:
             logger.exception("task maintenance failed")
+        finally:
+            # Give the connection back between beats rather than hold it while asleep.
+            close_old_connections()
 
 
 def sweep_push_queues() -> None:

@@ -9,10 +9,10 @@ own. Foreign keys are checked at the end of the statement, when every row is the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
-from django.db.models import AutoField, BigAutoField, Model
+from django.db.models import AutoField, BigAutoField, Field, Model
 
 
 def insert_values(objs: Sequence[Model]) -> tuple[str, list[Any]]:
@@ -50,3 +50,32 @@ def insert_all(groups: Sequence[Sequence[Model]]) -> None:
 
 def can_insert_in_one_statement() -> bool:
     return connection.vendor == "postgresql" and not connection.in_atomic_block
+
+
+def update_task(
+    task_id: Any,
+    expected: str,
+    state: str,
+    new_events: int,
+    now: Any,
+    status: dict[str, Any] | None,
+) -> tuple[int, bool] | None:
+    """The conditional UPDATE of a task's state, returning its new event count and whether it
+    has webhooks; None when the task is no longer in the `expected` state."""
+    from tasks.models import Task
+
+    values: dict[str, Any] = {"state": state, "updated_at": now, "heartbeat_at": now}
+    values |= status or {}
+    fields = {name: cast(Field, Task._meta.get_field(name)) for name in values}
+    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields.values())
+    params = [fields[name].get_db_prep_save(value, connection) for name, value in values.items()]
+    id_field = cast(Field, Task._meta.get_field("id"))
+    statement = (
+        f"UPDATE {Task._meta.db_table} SET {sets}, last_sequence = last_sequence + %s "
+        "WHERE id = %s AND state = %s RETURNING last_sequence, push_enabled"
+    )
+    params += [new_events, id_field.get_db_prep_value(task_id, connection), expected]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), bool(row[1]))

@@ -18,7 +18,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 
-from agents.errors import InvalidAgentResponseError
+from agents.errors import InvalidAgentResponseError, internal_error
 from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Change, NewTask, Outcome, StatusChange
 from tasks.models import TaskState
@@ -51,6 +51,8 @@ class TaskUpdater:
         self.stored = stored
         self.state = state  # as the executor has made it, queued changes included
         self.stored_state = state  # as the database has it
+        # What this updater knows of the stored task (None: read it on the first write).
+        self.known: lifecycle.Known | None = None
         self.runner = runner
         self.buffer: list[Change] = []
         self.stopped = False
@@ -153,6 +155,13 @@ class TaskUpdater:
                 self.stopped = True
                 self._settle_from_store()
                 return
+            except Exception as exc:
+                # The turn cannot go on unwritten; waiters get an error now, and recovery
+                # fails the task once its runner has gone quiet.
+                self.stopped = True
+                if not self.settled.done():
+                    self.settled.set_exception(internal_error(exc))
+                return
             self.stored_state = outcome.state
             if outcome.state in ENDING_STATES and not self.settled.done():
                 self.settled.set_result(outcome)
@@ -161,8 +170,9 @@ class TaskUpdater:
         if not self.stored:
             outcome = lifecycle.open_task(self.spec, changes, runner=self.runner)
             self.stored = True
+            self.known = outcome.known
             return outcome
-        return lifecycle.record(self.spec.id, self.stored_state, changes)
+        return lifecycle.record(self.spec.id, self.stored_state, changes, self.known)
 
     def _settle_from_store(self) -> None:
         if not self.settled.done():

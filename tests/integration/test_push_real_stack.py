@@ -1,0 +1,169 @@
+"""Push on the distributed hub (PostgreSQL, Redis, Celery workers), seen from a real webhook
+receiver on 127.0.0.1: every event arrives in order even when the receiver fails at first,
+and a worker killed while a delivery is in flight loses nothing (the delivery comes again,
+with the same webhook-id, once the dead worker's lease on the queue has run out)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.integration.stack import (
+    Hub,
+    claim_redis_database,
+    create_database,
+    drop_database,
+    hub_env,
+    postgres_url,
+    prepare_database,
+    release_redis_database,
+    start_all,
+)
+from tests.push.conftest import Behaviour, Received, Receiver
+
+pytestmark = pytest.mark.integration
+
+LEASE_SECONDS = 3
+PUSH_ENV = {
+    # The receiver runs on loopback, which webhooks may not reach unless allow-listed.
+    "PUSH_ALLOWED_HOSTS": "127.0.0.1",
+    "PUSH_RETRY_BASE_SECONDS": "0.2",
+    "PUSH_RETRY_MAX_SECONDS": "1",
+    "PUSH_TIMEOUT_SECONDS": "10",
+    "PUSH_LEASE_SECONDS": str(LEASE_SECONDS),
+}
+TOKEN = "real-stack-token"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    """The session hub's recipe (see conftest.py) with push settings for a local receiver;
+    named `hub` so a failing test's report carries the hub's process logs."""
+    name = f"a2ahub_push_{uuid.uuid4().hex[:10]}"
+    root = tmp_path_factory.mktemp("push-hub")
+    with ExitStack() as cleanup:
+        redis_url = claim_redis_database(name)
+        cleanup.callback(release_redis_database, redis_url, name)
+        create_database(name)
+        cleanup.callback(drop_database, name)
+        env = hub_env(postgres_url(name), redis_url, root / "data") | PUSH_ENV
+        running = Hub(env, env["DATABASE_URL"], root)
+        cleanup.callback(running.stop)
+        prepare_database(env)
+        yield start_all(running)
+
+
+@pytest.fixture
+def receiver_for() -> Iterator[Any]:
+    started: list[Receiver] = []
+
+    def start(behaviour: Behaviour) -> Receiver:
+        started.append(Receiver(behaviour))
+        return started[-1]
+
+    yield start
+    for receiver in started:
+        receiver.down()
+
+
+def send_with_webhook(hub: Hub, url: str) -> str:
+    """A blocking 1.0 send to the conformance agent (working, an artifact, completed) with an
+    inline push config; the task's id."""
+    message = {"messageId": f"tck-stream-001-{uuid.uuid4().hex}", "role": "ROLE_USER",
+               "parts": [{"text": "push, please"}]}  # fmt: skip
+    params = {
+        "message": message,
+        "configuration": {"taskPushNotificationConfig": {"url": url, "token": TOKEN}},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    response = httpx.post(
+        f"{hub.web_a}/agents/tck/jsonrpc/", json=body, headers={"A2A-Version": "1.0"}, timeout=30
+    )
+    answer = response.json()
+    assert "result" in answer, answer
+    return str(answer["result"]["task"]["id"])
+
+
+def query(hub: Hub, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    url = hub.database_url.replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(url, connect_timeout=10) as connection:
+        return list(connection.execute(sql, args).fetchall())
+
+
+def deliveries(hub: Hub, task_id: str) -> list[tuple[str, int, str, int]]:
+    """(id, sequence, state, attempts) of every delivery of the task, in sequence order."""
+    rows = query(
+        hub,
+        "SELECT d.id, d.sequence, d.state, d.attempts FROM push_delivery d "
+        "JOIN push_pushnotificationconfig c ON c.id = d.config_id "
+        "WHERE c.task_id = %s ORDER BY d.sequence",
+        uuid.UUID(task_id),
+    )
+    return [(str(i), int(s), str(st), int(a)) for i, s, st, a in rows]
+
+
+def wait_until_all_delivered(hub: Hub, task_id: str, timeout: float) -> list[Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = deliveries(hub, task_id)
+        if rows and all(state == "delivered" for _, _, state, _ in rows):
+            return rows
+        assert time.monotonic() < deadline, f"not all delivered within {timeout}s: {rows}"
+        time.sleep(0.2)
+
+
+def sequences(hub: Hub, task_id: str, requests: list[Received]) -> list[int]:
+    by_id = {delivery_id: sequence for delivery_id, sequence, _, _ in deliveries(hub, task_id)}
+    return [by_id[r.header("webhook-id")] for r in requests]
+
+
+def test_every_event_arrives_in_order_at_a_flaky_receiver(hub: Hub, receiver_for: Any) -> None:
+    receiver = receiver_for(Behaviour(fail_first=3, fail_status=503))
+
+    task_id = send_with_webhook(hub, receiver.url)
+    rows = wait_until_all_delivered(hub, task_id, 30)
+
+    got = receiver.wait_for(len(rows))
+    assert len(rows) >= 4  # the task, working, the artifact, completed
+    assert sequences(hub, task_id, got) == list(range(1, len(rows) + 1))
+    assert [r.status for r in receiver.requests[:4]] == [503, 503, 503, 200]
+    assert len({r.header("webhook-id") for r in receiver.requests[:4]}) == 1
+    assert rows[0][3] == 4  # attempts of the first delivery
+    assert all(r.header("X-A2A-Notification-Token") == TOKEN for r in got)
+    attempts = query(
+        hub, "SELECT status_code FROM push_deliveryattempt WHERE delivery_id = %s "
+        "ORDER BY started_at", uuid.UUID(rows[0][0]),
+    )  # fmt: skip
+    assert [code for (code,) in attempts] == [503, 503, 503, 200]
+
+
+def test_a_worker_killed_mid_delivery_does_not_lose_the_delivery(
+    hub: Hub, receiver_for: Any
+) -> None:
+    # The first request is answered only after 6 s: the workers die while it is in flight.
+    receiver = receiver_for(Behaviour(delay=6.0, slow_first=1))
+
+    task_id = send_with_webhook(hub, receiver.url)
+    (in_flight,) = receiver.wait_for(1, accepted=False, timeout=20)
+    for worker in hub.workers:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.popen.wait(timeout=10)
+        hub.wait_for_worker(hub.replace_worker(worker))
+
+    rows = wait_until_all_delivered(hub, task_id, LEASE_SECONDS + 30)
+
+    later = receiver.requests[1:]
+    webhook_ids = [r.header("webhook-id") for r in later]
+    assert in_flight.header("webhook-id") in webhook_ids, "the killed delivery never came again"
+    assert sequences(hub, task_id, later) == list(range(1, len(rows) + 1))
+    assert in_flight.body == later[0].body
+    assert rows[0][3] >= 2  # the attempt that died with its worker, and the one that succeeded

@@ -1,0 +1,257 @@
+"""The push config methods of both versions (1.0 Create/Get/List/DeleteTaskPushNotificationConfig,
+0.3 tasks/pushNotificationConfig/set|get|list|delete) and inline configs on send: what a client
+may do with its own tasks' webhooks, and that the secrets it gave never come back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agents.models import Agent
+from push.models import PushNotificationConfig
+from tests.push.conftest import (
+    CREDENTIALS,
+    TOKEN,
+    V1,
+    VERSIONS,
+    Caller,
+    create_params,
+    named_params,
+    send_params,
+    webhook,
+)
+
+pytestmark = pytest.mark.django_db
+
+PUBLIC_URL = "https://receiver.example.com/hooks/a2a"
+UNKNOWN_TASK = "3f1c2a44-0000-4000-8000-00000000abcd"
+
+
+def configs_in(result: Any, version: str) -> list[dict[str, Any]]:
+    """The configs of a list answer: 1.0 wraps them in `configs`, 0.3 answers a bare list."""
+    if version == V1:
+        configs: list[dict[str, Any]] = result.get("configs", [])
+        return configs
+    return list(result)
+
+
+def config_id_of(config: dict[str, Any], version: str) -> str:
+    if version == V1:
+        return str(config["id"])
+    return str(config["pushNotificationConfig"]["id"])
+
+
+def url_of(config: dict[str, Any], version: str) -> str:
+    if version == V1:
+        return str(config["url"])
+    return str(config["pushNotificationConfig"]["url"])
+
+
+def assert_no_secrets(answer: Any) -> None:
+    text = json.dumps(answer)
+    assert TOKEN not in text
+    assert CREDENTIALS not in text
+
+
+@pytest.fixture
+def task_id(caller: Caller, pusher: Agent) -> str:
+    # A completed task: configs may still be set on it, and nothing is ever delivered to them.
+    return str(caller.send("pusher", V1)["id"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_create_without_an_id_gets_one_and_answers_without_secrets(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    answer = caller.call("pusher", version, "create", create_params(
+        version, task_id, webhook(version, PUBLIC_URL)))  # fmt: skip
+
+    assert "result" in answer, answer
+    assert config_id_of(answer["result"], version)
+    assert url_of(answer["result"], version) == PUBLIC_URL
+    assert_no_secrets(answer)
+    stored = PushNotificationConfig.objects.get(task_id=task_id)
+    assert (stored.token, stored.auth_credentials) == (TOKEN, CREDENTIALS)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_get_list_and_delete_work_on_a_named_config(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    params = create_params(version, task_id, webhook(version, PUBLIC_URL, id="mine"))
+    caller.result("pusher", version, "create", params)
+
+    got = caller.call("pusher", version, "get", named_params(version, task_id, "mine"))
+    listed = caller.call("pusher", version, "list", named_params(version, task_id))
+    deleted = caller.call("pusher", version, "delete", named_params(version, task_id, "mine"))
+    after = caller.result("pusher", version, "list", named_params(version, task_id))
+
+    assert config_id_of(got["result"], version) == "mine"
+    assert url_of(got["result"], version) == PUBLIC_URL
+    assert [config_id_of(c, version) for c in configs_in(listed["result"], version)] == ["mine"]
+    assert_no_secrets(got)
+    assert_no_secrets(listed)
+    assert "error" not in deleted, deleted
+    assert configs_in(after, version) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_deleting_a_config_that_is_gone_is_not_an_error(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    params = named_params(version, task_id, "never-made")
+
+    first = caller.call("pusher", version, "delete", params)
+    again = caller.call("pusher", version, "delete", params)
+
+    assert "error" not in first and "error" not in again, (first, again)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_creating_with_an_existing_id_replaces_that_config(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    for url in (PUBLIC_URL, "https://other.example.com/hook"):
+        params = create_params(version, task_id, webhook(version, url, id="same"))
+        caller.result("pusher", version, "create", params)
+
+    listed = caller.result("pusher", version, "list", named_params(version, task_id))
+
+    assert [url_of(c, version) for c in configs_in(listed, version)] == [
+        "https://other.example.com/hook"
+    ]
+
+
+@pytest.mark.parametrize("op", ["create", "get", "list", "delete"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_agent_without_push_answers_push_not_supported(
+    caller: Caller, silent: Agent, version: str, op: str
+) -> None:
+    task_id = str(caller.send("silent", V1)["id"])
+    params = {
+        "create": create_params(version, task_id, webhook(version, PUBLIC_URL)),
+        "get": named_params(version, task_id, "any"),
+        "list": named_params(version, task_id),
+        "delete": named_params(version, task_id, "any"),
+    }[op]
+
+    assert caller.error("silent", version, op, params)["code"] == -32003
+
+
+@pytest.mark.parametrize("op", ["create", "get", "list", "delete"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_another_callers_task_does_not_exist_for_its_configs(
+    caller: Caller, stranger: Caller, task_id: str, version: str, op: str
+) -> None:
+    caller.result("pusher", version, "create", create_params(
+        version, task_id, webhook(version, PUBLIC_URL, id="mine")))  # fmt: skip
+    params = {
+        "create": create_params(version, task_id, webhook(version, PUBLIC_URL, id="theirs")),
+        "get": named_params(version, task_id, "mine"),
+        "list": named_params(version, task_id),
+        "delete": named_params(version, task_id, "mine"),
+    }[op]
+
+    answer = stranger.call("pusher", version, op, params)
+
+    assert answer.get("error", {}).get("code") == -32001, answer
+    assert_no_secrets(answer)
+    assert list(PushNotificationConfig.objects.values_list("config_id", flat=True)) == ["mine"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_unknown_task_is_not_found(caller: Caller, pusher: Agent, version: str) -> None:
+    params = create_params(version, UNKNOWN_TASK, webhook(version, PUBLIC_URL))
+
+    assert caller.error("pusher", version, "create", params)["code"] == -32001
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_getting_a_config_the_task_does_not_have_is_an_error(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    error = caller.error("pusher", version, "get", named_params(version, task_id, "nope"))
+
+    assert error["code"] == -32001
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/hook",
+        "ftp://receiver.example.com/hook",
+    ],
+)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_private_or_loopback_url_is_refused_naming_the_url(
+    caller: Caller, task_id: str, version: str, url: str, settings: Any
+) -> None:
+    settings.PUSH_ALLOWED_HOSTS = []
+
+    error = caller.error("pusher", version, "create", create_params(
+        version, task_id, webhook(version, url)))  # fmt: skip
+
+    assert error["code"] == -32602
+    assert "url" in error["message"]
+    assert not PushNotificationConfig.objects.exists()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_allow_listed_loopback_host_is_accepted(
+    caller: Caller, task_id: str, version: str, settings: Any
+) -> None:
+    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    params = create_params(version, task_id, webhook(version, "http://127.0.0.1:9/hook"))
+
+    assert url_of(caller.result("pusher", version, "create", params), version).startswith(
+        "http://127.0.0.1:9/"
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_config_without_a_url_is_invalid_params(
+    caller: Caller, task_id: str, version: str
+) -> None:
+    params = create_params(version, task_id, webhook(version, ""))
+
+    assert caller.error("pusher", version, "create", params)["code"] == -32602
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_inline_config_on_send_is_stored_with_the_new_task(
+    caller: Caller, pusher: Agent, version: str
+) -> None:
+    task = caller.send("pusher", version, push=webhook(version, PUBLIC_URL, id="inline"))
+
+    listed = caller.result("pusher", version, "list", named_params(version, task["id"]))
+
+    assert [config_id_of(c, version) for c in configs_in(listed, version)] == ["inline"]
+    assert_no_secrets(listed)
+    stored = PushNotificationConfig.objects.get(task_id=task["id"])
+    assert (stored.protocol_version, stored.token) == (version, TOKEN)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_inline_config_is_refused_by_an_agent_without_push(
+    caller: Caller, silent: Agent, version: str
+) -> None:
+    params = send_params(version, "hello", webhook(version, PUBLIC_URL))
+
+    assert caller.error("silent", version, "send", params)["code"] == -32003
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_inline_config_with_a_loopback_url_is_refused(
+    caller: Caller, pusher: Agent, version: str, settings: Any
+) -> None:
+    settings.PUSH_ALLOWED_HOSTS = []
+    params = send_params(version, "hello", webhook(version, "http://127.0.0.1:9/hook"))
+
+    error = caller.error("pusher", version, "send", params)
+
+    assert error["code"] == -32602 and "url" in error["message"]

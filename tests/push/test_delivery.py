@@ -1,0 +1,225 @@
+"""Delivery as a webhook receiver sees it: every event of a task, in order, once accepted, with
+the config's credentials and the version's body; failures are retried with backoff (and the
+receiver's Retry-After), every attempt is logged, 410 turns the config off, and a delivery that
+cannot succeed within the retry horizon is given up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.models import Agent
+from push.models import DeliveryAttempt, DeliveryState, PushNotificationConfig
+from tasks.models import Task
+from tests.push.conftest import (
+    CREDENTIALS,
+    TOKEN,
+    V03,
+    V1,
+    VERSIONS,
+    Behaviour,
+    Caller,
+    Receiver,
+    deliveries_of,
+    eventually,
+    sequences_of,
+    webhook,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
+
+EVENTS = 4  # the echo agent's task: submitted, working, its artifact, completed
+V1_KINDS = ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+
+
+def states_of(requests: list[Any]) -> list[str]:
+    """The state each 1.0 status event carried (the Task event's too), in arrival order."""
+    states = []
+    for request in requests:
+        body = request.json()
+        event = body.get("task") or body.get("statusUpdate")
+        if event is not None:
+            states.append(event["status"]["state"])
+    return states
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_event_arrives_in_order_with_the_configs_credentials(
+    caller: Caller, pusher: Agent, receiver: Receiver, version: str
+) -> None:
+    task = caller.send("pusher", version, push=webhook(version, receiver.url))
+
+    got = receiver.wait_for(EVENTS)
+
+    assert receiver.stays_at(EVENTS), "more deliveries than events"
+    assert sequences_of(got) == [1, 2, 3, 4]
+    assert len({r.header("webhook-id") for r in got}) == EVENTS
+    for request in got:
+        assert request.path == "/webhook"
+        assert request.header("Authorization") == f"Bearer {CREDENTIALS}"
+        assert request.header("X-A2A-Notification-Token") == TOKEN
+        assert request.header("A2A-Push-Signature").count(".") == 2
+    assert all(d.state == DeliveryState.DELIVERED for d in deliveries_of(task["id"]))
+
+
+def test_a_1_0_receiver_gets_each_event_as_a_stream_response(
+    caller: Caller, pusher: Agent, receiver: Receiver
+) -> None:
+    task = caller.send("pusher", V1, "ahoy", push=webhook(V1, receiver.url))
+
+    got = receiver.wait_for(EVENTS)
+
+    assert {r.header("Content-Type") for r in got} == {"application/a2a+json"}
+    bodies = [r.json() for r in got]
+    assert [next(iter(b)) for b in bodies] == V1_KINDS
+    assert all(len(b) == 1 for b in bodies), "a StreamResponse has exactly one member"
+    assert states_of(got) == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert bodies[0]["task"]["id"] == task["id"]
+    assert bodies[2]["artifactUpdate"]["artifact"]["parts"] == [{"text": "ahoy"}]
+    assert all(
+        b.get("statusUpdate", {"taskId": task["id"]})["taskId"] == task["id"] for b in bodies
+    )
+
+
+def test_a_0_3_receiver_gets_the_task_with_kind_task(
+    caller: Caller, pusher: Agent, receiver: Receiver
+) -> None:
+    task = caller.send("pusher", V03, "ahoy", push=webhook(V03, receiver.url))
+
+    got = receiver.wait_for(EVENTS)
+
+    assert {r.header("Content-Type") for r in got} == {"application/json"}
+    for body in (r.json() for r in got):
+        assert body["kind"] == "task"
+        assert body["id"] == task["id"]
+        assert body["status"]["state"] in {"submitted", "working", "completed"}
+    assert got[-1].json()["status"]["state"] == "completed"
+    assert got[-1].json()["artifacts"][0]["parts"] == [{"kind": "text", "text": "ahoy"}]
+
+
+def test_a_config_without_token_or_credentials_sends_neither_header(
+    caller: Caller, pusher: Agent, receiver: Receiver
+) -> None:
+    caller.send("pusher", V1, push={"url": receiver.url})
+
+    got = receiver.wait_for(EVENTS)
+
+    assert not any(r.header("Authorization") for r in got)
+    assert not any(r.header("X-A2A-Notification-Token") for r in got)
+
+
+def test_a_config_created_later_hears_only_the_events_after_it(
+    caller: Caller, pusher: Agent, receiver: Receiver
+) -> None:
+    pusher.executor_kind = "interview"
+    pusher.save()
+    task = caller.send("pusher", V1, "Hi")  # the interviewer asks for a name: input-required
+    caller.result("pusher", V1, "create", {"taskId": task["id"], **webhook(V1, receiver.url)})
+    before = Task.objects.get(id=task["id"]).last_sequence
+
+    answer = {"messageId": "msg-name", "role": "ROLE_USER", "parts": [{"text": "Ada"}],
+              "taskId": task["id"]}  # fmt: skip
+    caller.result("pusher", V1, "send", {"message": answer})
+
+    after = Task.objects.get(id=task["id"]).last_sequence
+    got = receiver.wait_for(after - before)
+    assert sequences_of(got) == list(range(before + 1, after + 1))
+    assert states_of(got)[-1] == "TASK_STATE_COMPLETED"
+    assert receiver.stays_at(after - before, 0.3)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_receiver_that_fails_at_first_still_gets_everything_in_order(
+    caller: Caller, pusher: Agent, version: str
+) -> None:
+    receiver = Receiver(Behaviour(fail_first=3, fail_status=500))
+    try:
+        task = caller.send("pusher", version, push=webhook(version, receiver.url))
+        got = receiver.wait_for(EVENTS)
+    finally:
+        receiver.down()
+
+    assert sequences_of(got) == [1, 2, 3, 4]
+    assert [r.status for r in receiver.requests] == [500, 500, 500, 200, 200, 200, 200]
+    # The three failures were all the first event's: a queue never skips ahead.
+    assert len({r.header("webhook-id") for r in receiver.requests[:4]}) == 1
+    first, *rest = deliveries_of(task["id"])
+    attempts = DeliveryAttempt.objects.filter(delivery=first).order_by("started_at")
+    assert [a.status_code for a in attempts] == [500, 500, 500, 200]
+    assert first.attempts == 4 and first.state == DeliveryState.DELIVERED
+    assert [d.attempts for d in rest] == [1, 1, 1]
+
+
+def test_retry_after_is_honoured(caller: Caller, pusher: Agent, settings: Any) -> None:
+    settings.PUSH_RETRY_MAX_SECONDS = 5.0
+    receiver = Receiver(Behaviour(fail_first=1, fail_status=503, fail_headers={"Retry-After": "1"}))
+    try:
+        caller.send("pusher", V1, push=webhook(V1, receiver.url))
+        receiver.wait_for(EVENTS)
+    finally:
+        receiver.down()
+
+    first, second = receiver.requests[:2]
+    assert first.header("webhook-id") == second.header("webhook-id")
+    # Without Retry-After the retry would come after about PUSH_RETRY_BASE_SECONDS (0.05 s).
+    assert second.at - first.at >= 0.95
+
+
+def test_a_receiver_that_is_down_for_a_while_gets_everything_when_it_comes_back(
+    caller: Caller, pusher: Agent, receiver: Receiver
+) -> None:
+    receiver.down()
+    task = caller.send("pusher", V1, push=webhook(V1, receiver.url))
+    assert eventually(lambda: deliveries_of(task["id"])[0].attempts >= 2)
+
+    receiver.up()
+    got = receiver.wait_for(EVENTS)
+
+    assert sequences_of(got) == [1, 2, 3, 4]
+    first = deliveries_of(task["id"])[0]
+    failed = DeliveryAttempt.objects.filter(delivery=first, status_code__isnull=True)
+    assert failed.count() >= 2 and all(a.error for a in failed)
+
+
+def test_a_410_answer_disables_the_config_and_stops_deliveries(
+    caller: Caller, pusher: Agent
+) -> None:
+    receiver = Receiver(Behaviour(status=410))
+    try:
+        task = caller.send("pusher", V1, push=webhook(V1, receiver.url))
+        receiver.wait_for(1, accepted=False)
+        assert receiver.stays_at(1), "a gone receiver got more deliveries"
+    finally:
+        receiver.down()
+
+    config = PushNotificationConfig.objects.get(task_id=task["id"])
+    assert not config.active
+    assert "410" in config.disabled_reason
+    assert eventually(
+        lambda: {d.state for d in deliveries_of(task["id"])} == {DeliveryState.ABANDONED}
+    )
+    listed = caller.result("pusher", V1, "list", {"taskId": task["id"]})
+    assert [c["url"] for c in listed["configs"]] == [receiver.url]
+
+
+def test_a_delivery_past_the_retry_horizon_is_abandoned(
+    caller: Caller, pusher: Agent, settings: Any
+) -> None:
+    settings.PUSH_RETRY_HORIZON_SECONDS = 0.3
+    receiver = Receiver(Behaviour(fail_first=1000, fail_status=500))
+    try:
+        task = caller.send("pusher", V1, push=webhook(V1, receiver.url))
+        assert eventually(
+            lambda: {d.state for d in deliveries_of(task["id"])} == {DeliveryState.ABANDONED}
+        )
+        tries = len(receiver.requests)
+        assert receiver.stays_at(tries, 0.5), "an abandoned delivery was tried again"
+    finally:
+        receiver.down()
+
+    for item in deliveries_of(task["id"]):
+        assert item.attempts >= 1
+        assert item.last_error == "HTTP 500"
+        assert item.delivered_at is None
+    assert not DeliveryAttempt.objects.exclude(status_code=500).exists()

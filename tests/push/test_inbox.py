@@ -1,0 +1,133 @@
+"""The hub's built-in webhook inbox: deliveries to the hub's own inbox URL are let through
+without opening loopback to webhooks, and what arrives is stored with whether its signature
+holds; the hub's own origin is not a webhook target anywhere else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.test import Client
+
+from a2ahub.http import forget_own_origins
+from agents.models import Agent
+from push.models import Delivery, InboxMessage, WebhookInbox
+from tests.push.conftest import (
+    TOKEN,
+    V1,
+    VERSIONS,
+    Caller,
+    Receiver,
+    create_params,
+    eventually,
+    webhook,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
+
+
+@pytest.fixture
+def hub_origin(live_server: Any, settings: Any) -> Iterator[str]:
+    """The hub serving on its configured HOST and PORT (a live server standing in for it), with
+    its own origin registered from settings as at start-up; loopback is not allow-listed."""
+    configured = settings.PORT
+    settings.PUSH_ALLOWED_HOSTS = []
+    settings.PORT = int(live_server.url.rsplit(":", 1)[1])
+    forget_own_origins()
+    apps.get_app_config("push").ready()
+    yield f"http://{settings.HOST}:{settings.PORT}"
+    settings.PORT = configured
+    forget_own_origins()
+    apps.get_app_config("push").ready()
+
+
+@pytest.fixture
+def inbox(db: None) -> WebhookInbox:
+    return WebhookInbox.objects.create(name="try-out")
+
+
+def messages_in(inbox: WebhookInbox) -> list[InboxMessage]:
+    return list(InboxMessage.objects.filter(inbox=inbox).order_by("received_at", "id"))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_deliveries_to_the_hubs_own_inbox_arrive_with_valid_signatures(
+    caller: Caller, pusher: Agent, hub_origin: str, inbox: WebhookInbox, version: str
+) -> None:
+    url = f"{hub_origin}/push/inbox/{inbox.token}/"
+
+    caller.send("pusher", version, push=webhook(version, url))
+
+    assert eventually(lambda: len(messages_in(inbox)) == 4), messages_in(inbox)
+    stored = messages_in(inbox)
+    assert all(m.signature_valid and not m.signature_error for m in stored)
+    assert all(m.token_header for m in stored)
+    expected = "application/a2a+json" if version == V1 else "application/json"
+    assert {m.content_type for m in stored} == {expected}
+    sequences = [Delivery.objects.get(id=m.delivery_id).sequence for m in stored]
+    assert sorted(sequences) == [1, 2, 3, 4]
+
+
+def test_a_forged_body_is_stored_with_an_invalid_signature(
+    caller: Caller, pusher: Agent, receiver: Receiver, inbox: WebhookInbox, client: Client
+) -> None:
+    # A genuine delivery caught elsewhere, replayed to the inbox: once as sent, once altered.
+    caller.send("pusher", V1, push=webhook(V1, receiver.url))
+    genuine = receiver.wait_for(4)[-1]
+    headers = {
+        "A2A-Push-Signature": genuine.header("A2A-Push-Signature"),
+        "webhook-id": genuine.header("webhook-id"),
+        "X-A2A-Notification-Token": TOKEN,
+    }
+    forged = genuine.body.replace(b"TASK_STATE_COMPLETED", b"TASK_STATE_FAILED")
+    url = f"/push/inbox/{inbox.token}/"
+
+    for body in (genuine.body, forged):
+        response = client.post(url, data=body, content_type="application/a2a+json", headers=headers)
+        assert response.status_code == 200 and response.json() == {"received": True}
+
+    kept, altered = messages_in(inbox)
+    assert kept.signature_valid and kept.body.encode() == genuine.body
+    assert not altered.signature_valid
+    assert "body" in altered.signature_error
+    assert altered.body.encode() == forged
+
+
+def test_a_delivery_without_a_signature_is_stored_as_invalid(
+    inbox: WebhookInbox, client: Client
+) -> None:
+    response = client.post(
+        f"/push/inbox/{inbox.token}/", data=b'{"hello": 1}', content_type="application/json"
+    )
+
+    assert response.status_code == 200
+    (stored,) = messages_in(inbox)
+    assert not stored.signature_valid and stored.signature_error
+    assert not stored.token_header
+
+
+def test_an_unknown_inbox_is_not_found(client: Client) -> None:
+    response = client.post(
+        "/push/inbox/no-such-token/", data=b"{}", content_type="application/json"
+    )
+
+    assert response.status_code == 404
+    assert not InboxMessage.objects.exists()
+
+
+@pytest.mark.parametrize("allowed", [[], ["127.0.0.1"]])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_hubs_own_origin_outside_the_inbox_is_refused_as_a_webhook(
+    caller: Caller, pusher: Agent, settings: Any, version: str, allowed: list[str]
+) -> None:
+    settings.PUSH_ALLOWED_HOSTS = allowed
+    task = caller.send("pusher", V1)
+    url = f"http://{settings.HOST}:{settings.PORT}/admin/"
+
+    error = caller.error("pusher", version, "create", create_params(
+        version, task["id"], webhook(version, url)))  # fmt: skip
+
+    assert error["code"] == -32602
+    assert "url" in error["message"]
