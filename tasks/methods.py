@@ -354,7 +354,6 @@ async def queue_turn(spec: NewTask, stored: bool) -> None:
     """Store the task (when new) and hand its turn to a worker; only that job may claim it."""
     token = f"queued:{uuid.uuid4().hex}"
     await sync_to_async(store_for_worker)(spec, stored, token)
-    jobs.enqueue_run(str(spec.id), token)
 
 
 def store_for_worker(spec: NewTask, stored: bool, token: str) -> None:
@@ -362,6 +361,8 @@ def store_for_worker(spec: NewTask, stored: bool, token: str) -> None:
         lifecycle.open_task(spec, [], runner=token)
     else:
         Task.objects.filter(id=spec.id).update(runner=token)
+    # Enqueueing blocks on the broker: here, off the event loop.
+    jobs.enqueue_run(str(spec.id), token)
 
 
 async def wait_for_end(subscription: events.Subscription) -> None:
