@@ -10,21 +10,36 @@ duplicate. A stream ends after the event that puts the task in a final or interr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
+from django.db import connection
 
 from agents.calls import Call
 from agents.errors import UnsupportedOperationError
 from tasks import events, runner
 from tasks.methods import Turn, load_task, owned_task, prepare_turn, queue_turn
 from tasks.models import TERMINAL_STATES, ExecutionMode, Task, TaskEvent
-from tasks.updater import TaskUpdater
+from tasks.updater import TaskUpdater, release_after_write
 from tasks.wire import event_ends_stream, to_json
 
 StreamItem = tuple[int | None, dict[str, Any]]
+
+
+def released(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """Run a read for a stream, then give its database connection back at once: a stream may
+    stay open for hours, and each one keeping a pooled connection would cap them at the
+    pool's size."""
+
+    def run(*args: Any) -> Any:
+        try:
+            return function(*args)
+        finally:
+            connection.close()
+
+    return sync_to_async(run)
 
 
 def stored_events(task_id: str, after: int, upto: int | None = None) -> list[StreamItem]:
@@ -44,7 +59,7 @@ async def follow(
         if sequence <= last:
             continue
         if sequence > last + 1:
-            for item in await sync_to_async(stored_events)(task_id, last, sequence - 1):
+            for item in await released(stored_events)(task_id, last, sequence - 1):
                 yield item
         last = sequence
         yield sequence, payload
@@ -55,10 +70,11 @@ async def follow(
 async def send_streaming_message(
     call: Call, request: pb.SendMessageRequest
 ) -> AsyncIterator[StreamItem]:
+    release_after_write.set(True)
     turn = await prepare_turn(call, request)
     subscription = await events.subscribe(str(turn.spec.id))
     try:
-        snapshot, after = await sync_to_async(follow_up_snapshot)(turn)
+        snapshot, after = await released(follow_up_snapshot)(turn)
         updater = await start_streamed_turn(call, turn)
     except BaseException:
         await events.unsubscribe(subscription)
@@ -122,15 +138,15 @@ async def direct_reply(
 async def subscribe_to_task(
     call: Call, request: pb.SubscribeToTaskRequest
 ) -> AsyncIterator[StreamItem]:
-    task = await sync_to_async(owned_task)(call, request.id)
+    task = await released(owned_task)(call, request.id)
     if task.state in TERMINAL_STATES:
         raise UnsupportedOperationError(
             f"Task {request.id} is {task.state}; there is nothing to follow."
         )
     subscription = await events.subscribe(str(task.id))
     try:
-        await sync_to_async(task.refresh_from_db)()
-        snapshot = await sync_to_async(load_task)(task, None)
+        await released(task.refresh_from_db)()
+        snapshot = await released(load_task)(task, None)
     except BaseException:
         await events.unsubscribe(subscription)
         raise
@@ -151,9 +167,7 @@ async def resubscribed(
             return
         after = snapshot_sequence
         if last_event_id is not None and last_event_id < snapshot_sequence:
-            missed = await sync_to_async(stored_events)(
-                str(task_id), last_event_id, snapshot_sequence
-            )
+            missed = await released(stored_events)(str(task_id), last_event_id, snapshot_sequence)
             for item in missed:
                 yield item
                 if event_ends_stream(item[1]):

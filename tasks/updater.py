@@ -13,10 +13,12 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
+from django.db import connection
 
 from agents.errors import InvalidAgentResponseError, internal_error
 from tasks import lifecycle
@@ -28,6 +30,10 @@ logger = logging.getLogger(__name__)
 S = TaskState
 
 Content = str | pb.Message | Iterable[pb.Part] | None
+
+# Set by a streaming request: its runner's writes then give the database connection back at
+# once, since the request (and its thread) lives as long as the stream.
+release_after_write: ContextVar[bool] = ContextVar("release_after_write", default=False)
 
 
 def agent_message(content: Content) -> pb.Message | None:
@@ -167,6 +173,13 @@ class TaskUpdater:
                 self.settled.set_result(outcome)
 
     def _write(self, changes: list[Change]) -> Outcome:
+        try:
+            return self._write_changes(changes)
+        finally:
+            if release_after_write.get():
+                connection.close()
+
+    def _write_changes(self, changes: list[Change]) -> Outcome:
         if not self.stored:
             outcome = lifecycle.open_task(self.spec, changes, runner=self.runner)
             self.stored = True
