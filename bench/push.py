@@ -1,0 +1,422 @@
+"""Push notifications: deliveries per second of one Celery worker, and the latency from a
+task's state change to the webhook's arrival.
+
+It starts the hub in distributed mode with bench/run.py's machinery (PostgreSQL, Redis, one
+Celery worker, daphne) with PUSH_ALLOWED_HOSTS=127.0.0.1, a webhook receiver in this process
+(aiohttp on 127.0.0.1: records the arrival time of each `webhook-id`, answers 200), and a
+`bench-push` agent (echo executor, push notifications on). It then sends tasks, each with an
+inline push config pointing at the receiver (1.0 `SendMessage` with
+`configuration.taskPushNotificationConfig`, or 0.3 `message/send` with
+`configuration.pushNotificationConfig`), in two phases:
+
+- burst: N tasks at concurrency c, faster than one worker delivers: the worker's throughput
+  (delivered Delivery rows / time, and the receiver's count) with a backlog;
+- paced: M tasks one at a time with a pause between them: latency without a backlog.
+
+Latency is the receiver's arrival time minus the `TaskEvent.created_at` of the delivered
+event (both clocks are this machine's).
+
+    python bench/push.py                        # from the repository root; about 1 minute
+    python bench/push.py -n 300 -c 8 --protocol 0.3 --markdown out.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as hub
+
+AGENT = "bench-push"
+AGENTS = f"""
+from agents.models import Agent, Skill
+agent, _ = Agent.objects.update_or_create(slug="{AGENT}", defaults=dict(
+    name="{AGENT}", description="bench agent", executor_kind="echo", execution_mode="inline",
+    push_notifications=True, streaming=True))
+Skill.objects.get_or_create(agent=agent, skill_id="echo", defaults=dict(
+    name="Echo", description="echo", tags=["bench"], position=0))
+print("bench agent:", agent.slug, agent.executor_kind, "push", agent.push_notifications)
+"""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument(
+        "--shared",
+        type=Path,
+        default=hub.DEFAULT_SHARED,
+        help="folder holding a2a_load.py and sdk_echo_server.py (checked only)",
+    )
+    p.add_argument(
+        "--pg",
+        default="postgresql://postgres@127.0.0.1:5432",
+        help="PostgreSQL server (no database part); a bench database is made here",
+    )
+    p.add_argument(
+        "--redis",
+        default="redis://127.0.0.1:6379/8",
+        help="a Redis database of the bench's own: flushed before and after",
+    )
+    p.add_argument("-n", "--tasks", type=int, default=300, help="tasks in the burst (max 5000)")
+    p.add_argument("-c", "--concurrency", type=int, default=8, help="senders in the burst")
+    p.add_argument("--paced", type=int, default=40, help="tasks sent one by one (max 1000)")
+    p.add_argument("--pause", type=float, default=0.25, help="seconds between paced tasks")
+    p.add_argument("--protocol", choices=("1.0", "0.3"), default="1.0")
+    p.add_argument("--server", choices=("hub-daphne", "hub-uvicorn"), default="hub-daphne")
+    p.add_argument(
+        "--celery-concurrency",
+        type=int,
+        default=4,
+        help="threads of the one Celery worker (run.py's default: 4)",
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=180.0,
+        help="most seconds to wait for a phase's deliveries",
+    )
+    p.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin (servers+PostgreSQL+Redis on core 0, this client on core 1)",
+    )
+    p.add_argument("--port", type=int, default=8230, help="first of the ports the bench uses")
+    p.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    p.add_argument("--keep-logs", action="store_true", help="keep the servers' logs folder")
+    args = p.parse_args(argv)
+    args.tasks = max(1, min(args.tasks, 5000))
+    args.paced = max(0, min(args.paced, 1000))
+    args.concurrency = max(1, min(args.concurrency, 256))
+    return args
+
+
+# -- the receiver --------------------------------------------------------------------------
+
+
+class Receiver:
+    """Answers 200 to every POST and keeps the first arrival (wall clock) of each webhook-id."""
+
+    def __init__(self) -> None:
+        self.arrivals: dict[str, float] = {}
+        self.posts = 0
+        self.runner: Any = None
+
+    async def hook(self, request: Any) -> Any:
+        from aiohttp import web
+
+        now = time.time()
+        await request.read()
+        self.posts += 1
+        self.arrivals.setdefault(request.headers.get("webhook-id", f"none-{self.posts}"), now)
+        return web.Response(text="ok")
+
+    async def start(self, port: int) -> None:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_post("/hook", self.hook)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", port).start()
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+
+# -- sending -------------------------------------------------------------------------------
+
+
+def send_body(protocol: str, rid: int, hook_url: str) -> tuple[dict, dict[str, str]]:
+    mid = f"push-{uuid.uuid4().hex}"
+    token = uuid.uuid4().hex
+    if protocol == "1.0":
+        message = {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "hello"}]}
+        configuration = {"taskPushNotificationConfig": {"url": hook_url, "token": token}}
+        method, headers = "SendMessage", {"A2A-Version": "1.0"}
+    else:
+        message = {"kind": "message", "messageId": mid, "role": "user",
+                   "parts": [{"kind": "text", "text": "hello"}]}  # fmt: skip
+        configuration = {"pushNotificationConfig": {"url": hook_url, "token": token}}
+        method, headers = "message/send", {}
+    body = {"jsonrpc": "2.0", "id": rid, "method": method,
+            "params": {"message": message, "configuration": configuration}}  # fmt: skip
+    return body, headers
+
+
+async def send_tasks(session: Any, url: str, hook_url: str, protocol: str, n: int, c: int,
+                     pause: float = 0.0) -> tuple[list[str], list[str]]:  # fmt: skip
+    task_ids: list[str] = []
+    errors: list[str] = []
+    counter = iter(range(n))
+
+    async def sender() -> None:
+        for rid in counter:
+            body, headers = send_body(protocol, rid, hook_url)
+            try:
+                async with session.post(url, json=body, headers=headers) as response:
+                    data = await response.json(content_type=None)
+                result = data.get("result") or {}
+                task = result.get("task", result) if protocol == "1.0" else result
+                if "error" in data or not task.get("id"):
+                    raise RuntimeError(str(data.get("error") or data)[:300])
+                task_ids.append(task["id"])
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+            if pause:
+                await asyncio.sleep(pause)
+
+    await asyncio.gather(*(sender() for _ in range(c)))
+    return task_ids, errors
+
+
+# -- the database --------------------------------------------------------------------------
+
+
+DELIVERIES = """
+SELECT d.id::text, d.state, extract(epoch FROM e.created_at), extract(epoch FROM d.delivered_at),
+       d.attempts, e.kind
+  FROM push_delivery d
+  JOIN push_pushnotificationconfig c ON c.id = d.config_id
+  JOIN tasks_taskevent e ON e.id = d.event_id
+ WHERE c.task_id = ANY(%s::uuid[])
+"""
+
+
+def deliveries(dsn: str, task_ids: list[str]) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(DELIVERIES, [task_ids]).fetchall()  # type: ignore[arg-type]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- one phase -----------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def phase(name: str, ctx: dict[str, Any], n: int, c: int, pause: float) -> dict[str, Any]:
+    import aiohttp
+
+    args, receiver = ctx["args"], ctx["receiver"]
+    cpu0 = {k: cpu_seconds(pid) for k, pid in ctx["pids"].items()}
+    started = time.time()
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        task_ids, errors = await send_tasks(session, ctx["url"], ctx["hook"], args.protocol,
+                                            n, c, pause)  # fmt: skip
+    sent = time.time()
+    print(f"  {name}: {len(task_ids)} tasks sent in {sent - started:.1f} s "
+          f"({len(errors)} errors)")  # fmt: skip
+    rows: list[tuple] = []
+    deadline = time.monotonic() + args.drain_timeout
+    while time.monotonic() < deadline:
+        rows = await asyncio.to_thread(deliveries, ctx["dsn"], task_ids)
+        pending = sum(1 for r in rows if r[1] == "pending")
+        if rows and not pending and all(r[0] in receiver.arrivals for r in rows
+                                        if r[1] == "delivered"):  # fmt: skip
+            break
+        await asyncio.sleep(0.25)
+    cpu1 = {k: cpu_seconds(pid) for k, pid in ctx["pids"].items()}
+    delivered = [r for r in rows if r[1] == "delivered"]
+    arrived = [receiver.arrivals[r[0]] for r in delivered if r[0] in receiver.arrivals]
+    latencies = [(receiver.arrivals[r[0]] - float(r[2])) * 1000 for r in delivered
+                 if r[0] in receiver.arrivals]  # fmt: skip
+    first_event = min((float(r[2]) for r in rows), default=started)
+    last_arrival = max(arrived, default=time.time())
+    window = max(last_arrival - first_event, 1e-9)
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r[5]] = kinds.get(r[5], 0) + 1
+    result = {
+        "phase": name, "tasks": len(task_ids), "send_errors": len(errors),
+        "error_examples": errors[:3], "c": c, "send_s": sent - started,
+        "deliveries": len(rows), "delivered": len(delivered),
+        "pending": sum(1 for r in rows if r[1] == "pending"),
+        "abandoned": sum(1 for r in rows if r[1] == "abandoned"),
+        "retried": sum(1 for r in rows if r[4] > 1), "received": len(arrived),
+        "window_s": window, "per_s": len(delivered) / window,
+        "received_per_s": len(arrived) / window,
+        "p50": percentile(latencies, 0.5), "p90": percentile(latencies, 0.9),
+        "p99": percentile(latencies, 0.99), "max": max(latencies, default=None),
+        "kinds": kinds,
+        "cpu_ms": {k: (cpu1[k] - cpu0[k]) * 1000 / max(len(delivered), 1) for k in cpu0},
+    }  # fmt: skip
+    print(f"  {name}: {len(delivered)} of {len(rows)} deliveries delivered, {len(arrived)} "
+          f"received, {result['per_s']:.1f}/s, latency p50 {fmt(result['p50'])} ms "
+          f"p99 {fmt(result['p99'])} ms")  # fmt: skip
+    return result
+
+
+async def drive(ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    args = ctx["args"]
+    receiver: Receiver = ctx["receiver"]
+    await receiver.start(ctx["hook_port"])
+    try:
+        # Warm-up: a few tasks so first-use costs (imports, signing key, pools) are not counted.
+        await phase("warm-up", ctx, 5, 1, 0.0)
+        results = [await phase("burst", ctx, args.tasks, args.concurrency, 0.0)]
+        if args.paced:
+            results.append(await phase("paced", ctx, args.paced, 1, args.pause))
+        return results
+    finally:
+        await receiver.stop()
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def run_all(bench: hub.Bench) -> list[dict[str, Any]]:
+    args = bench.args
+    web_port, hook_port = [p for p in range(args.port, args.port + 50) if hub.port_free(p)][:2]
+    dsn = hub.create_database(bench, f"a2abench_push_{bench.tag}")
+    hub.flush_redis(bench)
+    env = hub.hub_env(dsn.replace("postgresql://", "postgres://"), args.redis,
+                      bench.logs / "data")  # fmt: skip
+    env["PUSH_ALLOWED_HOSTS"] = "127.0.0.1"
+    env["CELERY_CONCURRENCY"] = str(args.celery_concurrency)
+    print("== preparing the hub (migrate, seed, bench-push agent)")
+    hub.prepare_hub(bench, env)
+    done = subprocess.run([hub.python(), "manage.py", "shell", "-c", AGENTS], cwd=hub.REPO,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"creating the bench agent failed:\n{done.stdout}\n{done.stderr}")
+    print("  " + done.stdout.strip())
+    celery_pid = start_celery(bench, env, args.celery_concurrency)
+    web_pid = bench.start(args.server, hub.hub_web_command(args.server, web_port), env, hub.REPO)
+    hub.wait_http(
+        bench,
+        args.server,
+        f"http://127.0.0.1:{web_port}/agents/{AGENT}/.well-known/agent-card.json",
+    )
+    print(f"\n== push deliveries ({args.protocol}, one Celery worker, "
+          f"-P threads -c {args.celery_concurrency})")  # fmt: skip
+    ctx = {
+        "args": args, "receiver": Receiver(), "dsn": dsn, "hook_port": hook_port,
+        "hook": f"http://127.0.0.1:{hook_port}/hook",
+        "url": f"http://127.0.0.1:{web_port}/agents/{AGENT}/jsonrpc/",
+        "pids": {"celery": celery_pid, "web": web_pid},
+    }  # fmt: skip
+    results = asyncio.run(drive(ctx))
+    bench.check_alive("celery")
+    return results
+
+
+def start_celery(bench: hub.Bench, env: dict[str, str], concurrency: int) -> int:
+    if concurrency == 4:
+        return hub.start_celery(bench, env)  # run.py's worker: -P threads -c 4
+    command = [hub.python(), "-m", "celery", "-A", "a2ahub", "worker", "-P", "threads", "-c",
+               str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
+               "-l", "WARNING", "-n", f"bench{bench.tag}@%h"]  # fmt: skip
+    return bench.start("celery", command, env, hub.REPO)
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| phase | tasks (c) | send s | deliveries | delivered | received | retried "
+             "| deliveries/s (1 worker) | latency p50 ms | p90 ms | p99 ms | max ms "
+             "| worker CPU ms/delivery | web CPU ms/delivery |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in results:
+        lines.append(
+            f"| {r['phase']} | {r['tasks']} ({r['c']}) | {r['send_s']:.1f} | {r['deliveries']} "
+            f"| {r['delivered']} | {r['received']} | {r['retried']} | {r['per_s']:.1f} "
+            f"| {fmt(r['p50'])} | {fmt(r['p90'])} | {fmt(r['p99'])} | {fmt(r['max'])} "
+            f"| {r['cpu_ms']['celery']:.2f} | {r['cpu_ms']['web']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def notes(results: list[dict[str, Any]]) -> str:
+    out = []
+    for r in results:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r["kinds"].items()))
+        extra = []
+        if r["pending"] or r["abandoned"]:
+            extra.append(f"{r['pending']} still pending, {r['abandoned']} abandoned")
+        if r["send_errors"]:
+            extra.append(f"{r['send_errors']} send errors, e.g. {r['error_examples'][0]}")
+        out.append(f"- {r['phase']}: events delivered per kind: {kinds}; window "
+                   f"{r['window_s']:.1f} s (first event to last arrival)"
+                   + ("; " + "; ".join(extra) if extra else ""))  # fmt: skip
+    return "\n".join(out)
+
+
+def environment(bench: hub.Bench) -> str:
+    from importlib.metadata import version
+
+    names = ("django", "daphne", "celery", "httpx", "aiohttp")
+    packages = ", ".join(f"{n} {version(n)}" for n in names)
+    pins = ("servers, Celery, PostgreSQL, Redis on core 0; sender and receiver on core 1"
+            if bench.pin else "not pinned")  # fmt: skip
+    a = bench.args
+    return (f"{dt.datetime.now().isoformat(timespec='minutes')}, {os.cpu_count()} cores, "
+            f"Python {sys.version.split()[0]}; {packages}; pinning: {pins}; {a.server}; one "
+            f"Celery worker -P threads -c {a.celery_concurrency}; A2A {a.protocol} inline "
+            "push config; echo agent (inline)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.shared = args.shared.resolve()
+    pin = hub.check_prerequisites(args)
+    logs = Path(tempfile.mkdtemp(prefix="a2ahub-push-"))
+    bench = hub.Bench(args, logs, pin)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if pin:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {hub.GENERATOR_CORE})
+    started = time.monotonic()
+    results: list[dict[str, Any]] = []
+    try:
+        if pin:
+            hub.pin_services(bench)
+        results = run_all(bench)
+    finally:
+        hub.cleanup(bench)
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        if args.keep_logs:
+            print(f"\nserver logs kept in {logs}")
+        else:
+            shutil.rmtree(logs, ignore_errors=True)
+    text = "\n\n".join([f"Run: {environment(bench)}", table(results), notes(results)])
+    print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
+    if args.markdown:
+        args.markdown.write_text(f"# Push delivery benchmark\n\n{text}\n")
+    bad = any(r["send_errors"] or r["pending"] or r["received"] < r["delivered"] for r in results)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
