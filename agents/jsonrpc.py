@@ -4,9 +4,11 @@ the method table. Both protocol versions share this endpoint and the handlers be
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from a2a.types import a2a_pb2 as pb
 from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -161,11 +163,26 @@ def parse_params(method: Method, params: dict[str, Any], version: str) -> Any:
     if version == V03:
         return PARAMS_IN[method.adapter](params)
     try:
-        request = ParseDict(params, method.request(), ignore_unknown_fields=True)
+        request = ParseDict(params, method.request())
     except ParseError as exc:
-        raise invalid_params("params", str(exc)) from None
+        if "has no field named" not in str(exc):
+            raise invalid_params(failed_field(str(exc)), str(exc)) from None
+        # Fields this version does not know are ignored; bad values never are.
+        try:
+            request = ParseDict(params, method.request(), ignore_unknown_fields=True)
+        except ParseError as again:
+            raise invalid_params(failed_field(str(again)), str(again)) from None
     validate_proto_required_fields(request)
     return request
+
+
+def failed_field(problem: str) -> str:
+    """The JSON name of the field a protobuf parse error names ("params" when none)."""
+    match = re.search(r"Failed to parse (\w+) field", problem)
+    if match is None:
+        return "params"
+    head, *rest = match.group(1).split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
@@ -177,6 +194,14 @@ def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
         return send_result_json(result, V1)
     if method.handler == "agents.methods.get_extended_card":
         return cards.card_document(result, cards.V1_0)
+    if isinstance(result, pb.ListTasksResponse):
+        # nextPageToken and totalSize are required even when empty or zero.
+        listed = to_json(result)
+        listed.setdefault("tasks", [])
+        listed.setdefault("nextPageToken", "")
+        listed.setdefault("totalSize", 0)
+        listed.setdefault("pageSize", result.page_size)
+        return listed
     return to_json(result)
 
 

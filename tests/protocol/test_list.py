@@ -199,3 +199,24 @@ def test_it_asks_for_the_version_header_when_sent_without_it(caller: Caller, tck
 
     assert error["code"] == -32009
     assert "A2A-Version: 1.0" in error["message"]
+
+
+def test_it_refuses_a_status_that_is_not_a_task_state(caller: Caller, tck: Agent) -> None:
+    error = caller.error("tck", V1, "list", {"status": "TASK_STATE_NOPE"})
+
+    assert error["code"] == -32602
+    assert error_info(error)["metadata"] == {"field": "status"}
+
+
+def test_an_empty_list_still_says_its_size_and_has_no_next_page(caller: Caller, tck: Agent) -> None:
+    result = listed(caller)
+
+    assert result["tasks"] == []
+    assert result["totalSize"] == 0
+    assert result["nextPageToken"] == ""
+
+
+def test_it_ignores_fields_this_version_does_not_know(caller: Caller, tck: Agent) -> None:
+    sent = send_tck(caller, "complete-task")["id"]
+
+    assert ids(listed(caller, someFutureField=True)) == [sent]
