@@ -55,22 +55,7 @@ print("bench agent:", agent.slug, agent.executor_kind, "push", agent.push_notifi
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument(
-        "--shared",
-        type=Path,
-        default=hub.DEFAULT_SHARED,
-        help="folder holding a2a_load.py and sdk_echo_server.py (checked only)",
-    )
-    p.add_argument(
-        "--pg",
-        default="postgresql://postgres@127.0.0.1:5432",
-        help="PostgreSQL server (no database part); a bench database is made here",
-    )
-    p.add_argument(
-        "--redis",
-        default="redis://127.0.0.1:6379/8",
-        help="a Redis database of the bench's own: flushed before and after",
-    )
+    hub.add_service_arguments(p, redis_db=8)
     p.add_argument("-n", "--tasks", type=int, default=300, help="tasks in the burst (max 5000)")
     p.add_argument("-c", "--concurrency", type=int, default=8, help="senders in the burst")
     p.add_argument("--paced", type=int, default=40, help="tasks sent one by one (max 1000)")

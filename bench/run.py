@@ -41,8 +41,8 @@ TARGET_CONCURRENCY = 16
 # -- command line -------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_service_arguments(p: argparse.ArgumentParser, redis_db: int) -> None:
+    """Where the shared tools, PostgreSQL and the bench's own Redis database are."""
     p.add_argument(
         "--shared",
         type=Path,
@@ -57,9 +57,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--redis",
-        default="redis://127.0.0.1:6379/7",
+        default=f"redis://127.0.0.1:6379/{redis_db}",
         help="a Redis database of the bench's own: it is flushed before and after",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_service_arguments(p, redis_db=7)
     p.add_argument("-d", "--duration", type=float, default=8.0, help="measured seconds per run")
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per run")
     p.add_argument("-c", "--concurrency", default="1,16,64", help="comma-separated levels")

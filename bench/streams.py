@@ -65,18 +65,7 @@ print("bench agents:", list(Agent.objects.filter(slug__startswith="bench-")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shared", type=Path, default=hub.DEFAULT_SHARED,
-                   help="folder holding a2a_load.py and sdk_echo_server.py")  # fmt: skip
-    p.add_argument(
-        "--pg",
-        default="postgresql://postgres@127.0.0.1:5432",
-        help="PostgreSQL server (no database part); a bench database is made here",
-    )
-    p.add_argument(
-        "--redis",
-        default="redis://127.0.0.1:6379/8",
-        help="a Redis database of the bench's own: flushed before and after",
-    )
+    hub.add_service_arguments(p, redis_db=8)
     p.add_argument("-d", "--duration", type=float, default=8.0, help="measured s per stream run")
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured s per stream run")
     p.add_argument("-c", "--concurrency", default="1,16", help="comma-separated levels")
