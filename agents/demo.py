@@ -107,4 +107,41 @@ DEMO_AGENTS: list[dict[str, Any]] = [
             }
         ],
     },
+    {
+        "slug": "toolbox",
+        "name": "Toolbox",
+        "description": "Small tools written as Python functions: reverse, count, count down.",
+        "executor_kind": "python",
+        "executor_settings": {
+            "functions": {
+                "reverse": "demo.reverse",
+                "count": "demo.word_count",
+                "countdown": "demo.countdown",
+            }
+        },
+        "default_output_modes": ["text/plain", "application/json"],
+        "skills": [
+            {
+                "skill_id": "reverse",
+                "name": "Reverse",
+                "description": "Sends your text back, backwards.",
+                "tags": ["text", "python"],
+                "examples": ["stressed"],
+            },
+            {
+                "skill_id": "count",
+                "name": "Count",
+                "description": "Counts the words and characters of your text.",
+                "tags": ["text", "python"],
+                "examples": ["one two three"],
+            },
+            {
+                "skill_id": "countdown",
+                "name": "Countdown",
+                "description": "Streams a countdown from the number you send.",
+                "tags": ["streaming", "python"],
+                "examples": ["5"],
+            },
+        ],
+    },
 ]

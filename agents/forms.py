@@ -34,6 +34,10 @@ class AgentForm(forms.ModelForm):
             return cleaned
         agent = construct_instance(self, self.instance)
         try:
+            validate_executor_settings(agent.executor_kind, agent.executor_settings or {})
+        except ValidationError as exc:
+            self.add_error("executor_settings", exc)
+        try:
             validate_security_requirements_reference(
                 agent.security_requirements, agent.security_schemes
             )
@@ -56,6 +60,23 @@ class AgentForm(forms.ModelForm):
             if field == "skills":
                 target = None
             self.add_error(target, errors)
+
+
+def validate_executor_settings(kind: str, settings: dict[str, Any]) -> None:
+    """A `python` agent must name functions that are registered with @skill."""
+    if kind != "python":
+        return
+    from agents.executors.python import REGISTRY, function_names
+
+    names = function_names(settings)
+    if not names:
+        raise ValidationError('Name the functions: {"functions": {"<skill id>": "<name>"}}.')
+    unknown = sorted(set(names.values()) - set(REGISTRY))
+    if unknown:
+        raise ValidationError(
+            f"Not a registered Python skill: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(REGISTRY)) or 'none'})."
+        )
 
 
 class SkillFormSet(forms.BaseInlineFormSet):

@@ -31,6 +31,9 @@ EXECUTORS: dict[str, ExecutorKind] = {
     "interview": ExecutorKind(
         "agents.executors.interview.InterviewExecutor", "Multi-turn demo (asks, then answers)"
     ),
+    "python": ExecutorKind(
+        "agents.executors.python.PythonExecutor", "Python functions (@skill in a module)"
+    ),
     "writer": ExecutorKind(
         "agents.executors.writer.WriterExecutor", "Writer demo (streams a text in chunks)"
     ),

@@ -158,3 +158,18 @@ def test_editing_keeps_the_card_valid(operator_client: Client, agent_factory: An
     assert response.status_code == 302
     card = operator_client.get("/agents/edited/.well-known/agent-card.json").json()
     assert card["security"] == [{"key": []}]
+
+
+def test_a_python_agent_must_name_registered_functions(operator_client: Client) -> None:
+    response = add_agent(
+        operator_client, executor_kind="python", executor_settings='{"function": "no.such"}'
+    )
+    errors = response.context["adminform"].form.errors
+    assert "no.such" in " ".join(errors["executor_settings"])
+    assert not Agent.objects.exists()
+
+    response = add_agent(
+        operator_client, executor_kind="python", executor_settings='{"function": "demo.reverse"}'
+    )
+    assert response.status_code == 302
+    assert Agent.objects.get().executor_kind == "python"

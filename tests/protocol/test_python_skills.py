@@ -1,0 +1,99 @@
+"""The `python` executor kind: developers' functions answer A2A messages in both versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.models import Agent
+from tests.protocol.conftest import (
+    V03,
+    V1,
+    Caller,
+    artifact_texts,
+    secured_agent,
+    state_of,
+    texts,
+)
+
+pytestmark = pytest.mark.django_db
+both_versions = pytest.mark.parametrize("version", [V03, V1])
+
+FUNCTIONS = {
+    "reverse": "demo.reverse",
+    "count": "demo.word_count",
+    "countdown": "demo.countdown",
+}
+
+
+@pytest.fixture
+def toolbox(db: None) -> Agent:
+    return secured_agent(
+        "toolbox", "python", executor_settings={"functions": FUNCTIONS},
+        default_output_modes=["text/plain", "application/json"],
+    )  # fmt: skip
+
+
+def ask(caller: Caller, version: str, skill: str, text: str, **message: Any) -> dict[str, Any]:
+    return caller.send("toolbox", version, text=text, message={"metadata": {"skillId": skill},
+                                                               **message})  # fmt: skip
+
+
+@both_versions
+def test_a_sync_function_answers_with_a_text_artifact(
+    caller: Caller, toolbox: Agent, version: str
+) -> None:
+    task = ask(caller, version, "reverse", "stressed")
+
+    assert state_of(task) == "completed"
+    assert artifact_texts(task) == ["desserts"]
+
+
+@both_versions
+def test_an_async_function_answers_with_data(caller: Caller, toolbox: Agent, version: str) -> None:
+    task = ask(caller, version, "count", "one two three")
+
+    part = task["artifacts"][0]["parts"][0]
+    assert part["data"] == {"words": 3, "characters": 13}
+
+
+@both_versions
+def test_a_generator_streams_one_artifact_with_progress(
+    caller: Caller, toolbox: Agent, version: str
+) -> None:
+    task = ask(caller, version, "countdown", "3")
+
+    assert state_of(task) == "completed"
+    assert "".join(artifact_texts(task)) == "3\n2\n1\nlift-off\n"
+    progress = [t for m in task["history"] for t in texts(m) if t.endswith("to go")]
+    assert progress == ["3 to go", "2 to go", "1 to go"]
+
+
+@both_versions
+def test_input_required_asks_and_the_answer_continues_the_task(
+    caller: Caller, toolbox: Agent, version: str
+) -> None:
+    asked = ask(caller, version, "reverse", "   ")
+    assert state_of(asked) == "input-required"
+    assert texts(asked["status"]["message"]) == ["What should I reverse?"]
+
+    answered = ask(caller, version, "reverse", "drawer", taskId=asked["id"],
+                   contextId=asked["contextId"])  # fmt: skip
+    assert state_of(answered) == "completed"
+    assert artifact_texts(answered) == ["reward"]
+
+
+def test_without_a_skill_id_the_first_function_answers(caller: Caller, toolbox: Agent) -> None:
+    task = caller.send("toolbox", V1, text="abc")
+
+    assert artifact_texts(task) == ["cba"]
+
+
+def test_an_unregistered_function_fails_the_task_and_says_why(caller: Caller, db: None) -> None:
+    secured_agent("broken", "python", executor_settings={"function": "nowhere.to_be_found"})
+
+    task = caller.send("broken", V1, text="hi")
+
+    assert state_of(task) == "failed"
+    assert "nowhere.to_be_found" in " ".join(texts(task["status"]["message"]))
