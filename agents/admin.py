@@ -47,11 +47,18 @@ class AgentAdmin(admin.ModelAdmin):
         "streaming",
         "push_notifications",
         "skill_count",
+        "limit_hits",
         "updated_at",
     ]
     list_filter = ["enabled", "public", "executor_kind", "streaming", "push_notifications"]
     search_fields = ["slug", "name", "description", "skills__name", "skills__skill_id"]
-    readonly_fields = ["created_at", "updated_at"]
+    readonly_fields = [
+        "created_at",
+        "updated_at",
+        "limit_hits",
+        "last_limit_hit",
+        "last_limit_hit_at",
+    ]
     actions = ["enable_agents", "disable_agents"]
     fieldsets = [
         (
@@ -77,6 +84,16 @@ class AgentAdmin(admin.ModelAdmin):
         ),
         ("Security", {"fields": ["security_schemes", "security_requirements"]}),
         ("Executor", {"fields": ["executor_kind", "executor_settings", "execution_mode"]}),
+        (
+            "Limits",
+            {
+                "fields": [
+                    ("max_concurrent_tasks", "requests_per_minute"),
+                    ("max_message_bytes", "task_timeout_seconds"),
+                    ("limit_hits", "last_limit_hit", "last_limit_hit_at"),
+                ]
+            },
+        ),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 

@@ -18,7 +18,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseDict, ParseError
 
-from agents import cards
+from agents import cards, limits
 from agents.calls import Call
 from agents.errors import (
     A2AError,
@@ -240,6 +240,17 @@ async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
     return await sync_to_async(authenticate)(request, agent)
 
 
+def has_limits(agent: Agent) -> bool:
+    return bool(agent.requests_per_minute or agent.max_concurrent_tasks or agent.max_message_bytes)
+
+
+def check_limits(agent: Agent, principal: Principal, size: int, method_name: str) -> None:
+    limits.check_size(agent, size)
+    limits.check_rate(agent, principal.id)
+    if method_name in SEND_METHODS:
+        limits.check_concurrency(agent)
+
+
 async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
     # Errors met before the version is checked go out in the version the header names.
     ex.version = V1 if requested_version(request) == V1 else V03
@@ -253,6 +264,8 @@ async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpRespon
     method_name, params = parse_envelope(envelope)
     ex.version = request_version(request)
     method = find_method(method_name, ex.version)
+    if has_limits(agent):
+        await sync_to_async(check_limits)(agent, principal, len(body), method_name)
     ex.stream_errors = method.streaming and ex.version == V03
     extensions = check_extensions(request, agent, method_name)
     call = Call(agent, principal, ex.version, public_base_url(request), extensions,
@@ -285,6 +298,11 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         return unauthorized(exc)
     except Rejection as exc:
         return rpc_response(None, ex.version, error=exc.error, status=exc.status)
+    except limits.LimitExceeded as exc:
+        response = rpc_response(ex.request_id, ex.version, error=exc.error, status=exc.status)
+        if exc.retry_after is not None:
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     except A2AError as exc:
         return ex.failure(exc)
     except Exception as exc:

@@ -85,6 +85,25 @@ class Agent(models.Model):
         help_text="Empty: the executor kind's default.",
     )
 
+    max_concurrent_tasks = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Open (submitted or working) tasks at once; empty: no limit.",
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="JSON-RPC requests per minute per caller; empty: no limit."
+    )
+    max_message_bytes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Largest request body; empty: the hub's limit."
+    )
+    task_timeout_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="A turn running longer fails; empty: no limit."
+    )
+    # What operators see when callers meet the limits above.
+    limit_hits = models.PositiveIntegerField(default=0, editable=False)
+    last_limit_hit = models.CharField(max_length=300, blank=True, editable=False)
+    last_limit_hit_at = models.DateTimeField(null=True, blank=True, editable=False)
+
     enabled = models.BooleanField(default=True)
     public = models.BooleanField(default=True, help_text="Listed in the hub's catalog.")
     owner = models.ForeignKey(

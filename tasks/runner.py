@@ -9,6 +9,7 @@ maintenance thread beats their hearts and fails tasks whose runner died.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -98,8 +99,14 @@ async def start(
 
 async def execute(run: Run) -> None:
     updater = run.updater
+    limit = run.context.agent.task_timeout_seconds
     try:
-        await run.executor.execute(run.context, updater)
+        await asyncio.wait_for(run.executor.execute(run.context, updater), limit)
+    except TimeoutError:
+        logger.warning("task %s ran past its limit of %s s", updater.task_id, limit)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(run.executor.cancel(run.context, updater), 5)
+        await end_with_failure(updater, f"The task ran longer than its limit of {limit} seconds.")
     except asyncio.CancelledError:
         logger.info("task %s stopped", updater.task_id)
     except A2AError as exc:

@@ -51,9 +51,11 @@ def django_db_modify_db_settings(
 @pytest.fixture(autouse=True)
 def fresh_agent_cache() -> None:
     # Rolled-back test transactions send no signals, so each test starts with no cached agent.
+    from agents.limits import forget_counts
     from agents.lookup import forget_agents
 
     forget_agents()
+    forget_counts()
 
 
 @pytest.fixture
