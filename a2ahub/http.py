@@ -598,3 +598,17 @@ async def async_get(
 ) -> Response:
     """The async `get`, for code running on the event loop."""
     return await _async_send("GET", url, None, headers, timeout, max_bytes)
+
+
+def async_client(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    """A guarded AsyncClient for a library that makes its own requests (the A2A SDK client).
+
+    Its connections pass the same connect-time check as `async_get`; `url`'s host is trusted
+    as there (allow-listed, or the hub's own origin), any other host it reaches is checked in
+    full. `timeout` is one deadline for the client's whole life; the caller closes it.
+    """
+    target = _target(url)
+    transport = _AsyncTransport(target.host if target.trusted else None, _Deadline(timeout))
+    return httpx.AsyncClient(
+        transport=transport, headers=_headers(None), **_client_options(timeout)
+    )

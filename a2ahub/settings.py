@@ -135,6 +135,7 @@ INSTALLED_APPS = [
     "agents",
     "tasks",
     "push",
+    "developers",
 ]
 
 MIDDLEWARE = [
@@ -235,7 +236,7 @@ STATIC_ROOT = DATA_DIR / "static"
 # The ASGI app serves static files itself so one command runs a complete hub.
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "developers:login"
 
 # The agent named here also answers at the host root, for clients that only look there.
 HUB_DEFAULT_AGENT = env_str("HUB_DEFAULT_AGENT", "echo")

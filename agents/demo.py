@@ -144,4 +144,21 @@ DEMO_AGENTS: list[dict[str, Any]] = [
             },
         ],
     },
+    {
+        "slug": "orchestrator",
+        "name": "Orchestrator",
+        "description": "Hands your message to the echo and toolbox agents over A2A, and "
+        "answers with what they made.",
+        "executor_kind": "orchestrator",
+        "executor_settings": {"agents": ["echo", "toolbox"]},
+        "skills": [
+            {
+                "skill_id": "fan-out",
+                "name": "Fan out",
+                "description": "Sends your text to other hosted agents and combines their results.",
+                "tags": ["orchestration", "demo"],
+                "examples": ["stressed"],
+            }
+        ],
+    },
 ]

@@ -34,11 +34,21 @@ EXECUTORS: dict[str, ExecutorKind] = {
     "python": ExecutorKind(
         "agents.executors.python.PythonExecutor", "Python functions (@skill in a module)"
     ),
+    "http": ExecutorKind(
+        "agents.executors.http.HttpExecutor", "HTTP backend (the hub POSTs each message)"
+    ),
     "writer": ExecutorKind(
         "agents.executors.writer.WriterExecutor", "Writer demo (streams a text in chunks)"
     ),
     "slow": ExecutorKind(
         "agents.executors.slow.SlowExecutor", "Slow demo (progress, cancellable)", "worker"
+    ),
+    "a2a-remote": ExecutorKind(
+        "agents.executors.remote.RemoteAgentExecutor", "Remote A2A agent (the hub fronts it)"
+    ),
+    "orchestrator": ExecutorKind(
+        "agents.executors.orchestrator.OrchestratorExecutor",
+        "Orchestrator demo (sends sub-tasks to hosted agents)",
     ),
 }
 

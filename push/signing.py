@@ -53,7 +53,11 @@ def body_digest(body: bytes) -> str:
 
 
 def sign_delivery(body: bytes, delivery_id: str, task_id: str, issuer: str) -> str:
-    key = current_key()
+    return sign_with(current_key(), body, delivery_id, task_id, issuer)
+
+
+def sign_with(key: SigningKey, body: bytes, delivery_id: str, task_id: str, issuer: str) -> str:
+    """`sign_delivery` with a key already loaded (for callers that cannot query then)."""
     private = jwk.JWK.from_pem(key.private_pem.encode())
     now = int(time.time())
     claims = {

@@ -64,12 +64,18 @@ def function_names(settings: dict[str, Any]) -> dict[str, str]:
     return {"*": str(single)} if single else {}
 
 
-def choose(context: RequestContext) -> SkillFunction:
-    """The function for the skill the message asks for (metadata `skillId`), or the first."""
+async def choose(context: RequestContext) -> SkillFunction:
+    """The function for the skill the message asks for (metadata `skillId`); otherwise the
+    agent's first skill (as its card lists them) that has one."""
     names = function_names(context.settings)
     wanted = (
         str(context.message.metadata["skillId"]) if "skillId" in context.message.metadata else ""
     )
+    if wanted not in names:
+        # Settings are JSON objects, whose key order the database may not keep: the card's
+        # order of skills decides instead.
+        skills = await sync_to_async(lambda: [s.skill_id for s in context.agent.skills.all()])()
+        wanted = next((skill for skill in skills if skill in names), "*")
     name = names.get(wanted) or next(iter(names.values()), "")
     function = REGISTRY.get(name)
     if function is None:
@@ -96,7 +102,7 @@ def as_parts(value: Any) -> list[pb.Part]:
 
 class PythonExecutor(Executor):
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
-        function = choose(context)
+        function = await choose(context)
         await updater.start_work()
         try:
             result = await call(function, context)

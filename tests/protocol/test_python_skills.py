@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agents.models import Agent
+from agents.models import Agent, Skill
 from tests.protocol.conftest import (
     V03,
     V1,
@@ -29,10 +29,16 @@ FUNCTIONS = {
 
 @pytest.fixture
 def toolbox(db: None) -> Agent:
-    return secured_agent(
+    agent = secured_agent(
         "toolbox", "python", executor_settings={"functions": FUNCTIONS},
         default_output_modes=["text/plain", "application/json"],
     )  # fmt: skip
+    agent.skills.all().delete()
+    for position, skill_id in enumerate(FUNCTIONS):
+        Skill.objects.create(agent=agent, skill_id=skill_id, name=skill_id.title(),
+                             description=f"The {skill_id} tool.", tags=["tool"],
+                             position=position)  # fmt: skip
+    return agent
 
 
 def ask(caller: Caller, version: str, skill: str, text: str, **message: Any) -> dict[str, Any]:
@@ -84,10 +90,15 @@ def test_input_required_asks_and_the_answer_continues_the_task(
     assert artifact_texts(answered) == ["reward"]
 
 
-def test_without_a_skill_id_the_first_function_answers(caller: Caller, toolbox: Agent) -> None:
+def test_without_a_skill_id_the_cards_first_skill_answers(caller: Caller, toolbox: Agent) -> None:
     task = caller.send("toolbox", V1, text="abc")
 
     assert artifact_texts(task) == ["cba"]
+
+    Skill.objects.filter(agent=toolbox, skill_id="reverse").update(position=10)
+    toolbox.save()  # clears the hub's agent cache, as an edit in the admin would
+    counted = caller.send("toolbox", V1, text="abc")
+    assert counted["artifacts"][0]["parts"][0]["data"] == {"words": 1, "characters": 3}
 
 
 def test_an_unregistered_function_fails_the_task_and_says_why(caller: Caller, db: None) -> None:

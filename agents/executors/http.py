@@ -1,0 +1,283 @@
+"""The `http` executor kind: each turn is POSTed as JSON to a backend the agent names.
+
+An agent's `executor_settings` are `{"url": ..., "timeout": 30, "retries": 2}`. The request is
+signed (`A2A-Hub-Signature`: an ES256 JWT binding the body's sha256, the task and the time,
+verifiable with /.well-known/jwks.json) and goes through a2ahub.http, so the SSRF guard holds.
+Connection errors and 5xx answers are retried with backoff. The backend answers with one JSON
+object, a single reply message, or NDJSON events (progress, artifact chunks, then the final
+state); the README's "HTTP backends" section is the contract. Anything else fails the task
+with a sentence saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+from google.protobuf.json_format import ParseDict, ParseError
+
+from a2ahub import http
+from agents.errors import InvalidAgentResponseError
+from agents.executors.base import Executor, RequestContext
+from push.delivery import issuer
+from push.models import SigningKey
+from push.signing import current_key, sign_with
+from tasks.updater import TaskUpdater
+from tasks.wire import to_json
+
+logger = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "A2A-Hub-Signature"
+NDJSON = "application/x-ndjson"
+DEFAULT_TIMEOUT = 30.0
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 600.0
+DEFAULT_RETRIES = 2
+MAX_RETRIES = 5
+CANCEL_TIMEOUT = 3.0
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+BACKOFF_SECONDS = 0.25
+# Retried: the backend was not reached, or said it could not answer now. A read timeout is
+# not retried, since the backend may be working on the turn still.
+RETRIED_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+
+Finisher = Callable[[TaskUpdater, Any], Awaitable[None]]
+FINISHERS: dict[str, Finisher] = {
+    "completed": TaskUpdater.complete,
+    "input-required": TaskUpdater.require_input,
+    "auth-required": TaskUpdater.require_auth,
+    "failed": TaskUpdater.fail,
+    "rejected": TaskUpdater.reject,
+}
+
+
+class BackendError(InvalidAgentResponseError):
+    """The backend could not be reached, refused the turn, or answered something unusable."""
+
+
+def describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def invalid(problem: str) -> BackendError:
+    return BackendError(f"The backend's reply is not valid: {problem}.")
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def backend_url(settings: dict[str, Any]) -> str:
+    url = settings.get("url")
+    if not isinstance(url, str) or not url:
+        raise BackendError("This agent has no backend URL (executor_settings.url).")
+    return url
+
+
+def timeout_of(settings: dict[str, Any]) -> float:
+    value = settings.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return DEFAULT_TIMEOUT
+    return min(max(float(value), MIN_TIMEOUT), MAX_TIMEOUT)
+
+
+def retries_of(settings: dict[str, Any]) -> int:
+    value = settings.get("retries", DEFAULT_RETRIES)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return DEFAULT_RETRIES
+    return min(max(value, 0), MAX_RETRIES)
+
+
+# -- the request -----------------------------------------------------------------------------
+
+
+def request_body(context: RequestContext) -> dict[str, Any]:
+    metadata = context.message.metadata
+    return {
+        "taskId": context.task_id,
+        "contextId": context.context_id,
+        "message": to_json(context.message),
+        "history": [to_json(message) for message in context.history],
+        "skill": str(metadata["skillId"]) if "skillId" in metadata else None,
+        "protocolVersion": context.protocol_version,
+    }
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where one task's turn goes, and the key its requests are signed with. The key is loaded
+    when the turn starts, so a cancel (which may run where the database is out of reach) can
+    sign without a query."""
+
+    url: str
+    task_id: str
+    key: SigningKey
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+
+    async def post(self, body: bytes, timeout: float) -> http.Response:
+        signature = sign_with(self.key, body, uuid.uuid4().hex, self.task_id, issuer())
+        headers = {"Content-Type": "application/json", SIGNATURE_HEADER: signature}
+        return await http.async_post(
+            self.url, content=body, headers=headers, timeout=timeout, max_bytes=MAX_REPLY_BYTES
+        )
+
+    async def call(self, body: bytes) -> http.Response:
+        """The backend's successful answer, after retrying what is worth retrying."""
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
+            try:
+                response = await self.post(body, self.timeout)
+            except RETRIED_ERRORS as exc:
+                problem = f"the backend could not be reached ({describe(exc)})"
+                continue
+            except (http.UnsafeURL, http.ResponseTooLarge, httpx.HTTPError) as exc:
+                raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
+            if response.status_code < 500:
+                return checked(response)
+            problem = f"the backend answered HTTP {response.status_code}"
+        raise BackendError(
+            f"The backend call failed after {self.retries + 1} attempt(s): {problem}."
+        )
+
+
+async def backend_for(context: RequestContext) -> Backend:
+    settings = context.settings
+    key = await sync_to_async(current_key)()
+    return Backend(backend_url(settings), context.task_id, key, timeout_of(settings),
+                   retries_of(settings))  # fmt: skip
+
+
+def checked(response: http.Response) -> http.Response:
+    if not response.is_success:
+        raise BackendError(
+            f"The backend answered HTTP {response.status_code}: {response.text[:200]}"
+        )
+    return response
+
+
+# -- the reply -------------------------------------------------------------------------------
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise invalid(f"not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise invalid(f"a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def parts_of(item: Any) -> list[pb.Part]:
+    """The parts of an artifact or chunk: `parts` (A2A 1.0 parts), `text`, or `data`."""
+    if not isinstance(item, dict):
+        raise invalid("an artifact is not an object")
+    try:
+        if isinstance(item.get("parts"), list):
+            return [ParseDict(part, pb.Part()) for part in item["parts"]]
+        if isinstance(item.get("text"), str):
+            return [pb.Part(text=item["text"])]
+        if "data" in item:
+            return [ParseDict({"data": item["data"], "mediaType": "application/json"}, pb.Part())]
+    except (ParseError, TypeError, ValueError) as exc:
+        raise invalid(f"an artifact's parts do not parse ({exc})") from exc
+    raise invalid('an artifact has no "text", "data" or "parts"')
+
+
+def optional_text(value: Any, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise invalid(f'"{field}" is not a string')
+
+
+async def finish(updater: TaskUpdater, reply: dict[str, Any]) -> None:
+    """The final object: artifacts (each whole), then the state with its message."""
+    state = reply.get("state", "completed")
+    finisher = FINISHERS.get(state) if isinstance(state, str) else None
+    if finisher is None:
+        raise invalid(f"unknown state {state!r} (one of {', '.join(FINISHERS)})")
+    message = optional_text(reply.get("message"), "message")
+    artifacts = reply.get("artifacts") or []
+    if not isinstance(artifacts, list):
+        raise invalid('"artifacts" is not a list')
+    for artifact in artifacts:
+        name = optional_text(artifact.get("name") if isinstance(artifact, dict) else "", "name")
+        await updater.add_artifact(parts_of(artifact), name=name or "", last_chunk=True)
+    await finisher(updater, message)
+
+
+async def answer(updater: TaskUpdater, reply: dict[str, Any]) -> None:
+    if "reply" in reply:
+        text = reply["reply"]
+        if not isinstance(text, str):
+            raise invalid('"reply" is not a string')
+        await updater.reply(text)
+        return
+    await updater.start_work()
+    await finish(updater, reply)
+
+
+class Chunks:
+    """The chunks of the one artifact a stream builds: the first makes it, the rest append."""
+
+    def __init__(self) -> None:
+        self.artifact_id = ""
+
+    async def add(self, updater: TaskUpdater, chunk: Any) -> None:
+        parts = parts_of(chunk)
+        name = optional_text(chunk.get("name"), "name") or "result"
+        self.artifact_id = await updater.add_artifact(
+            parts, artifact_id=self.artifact_id, name=name, append=bool(self.artifact_id),
+            last_chunk=bool(chunk.get("lastChunk")),
+        )  # fmt: skip
+
+
+async def stream(updater: TaskUpdater, text: str) -> None:
+    """NDJSON events in order: {"status"}, {"artifact"}, and a final {"state", "message"}."""
+    await updater.start_work()
+    chunks = Chunks()
+    for line in filter(None, (line.strip() for line in text.splitlines())):
+        event = parse_object(line)
+        if "artifact" in event:
+            await chunks.add(updater, event["artifact"])
+        elif "status" in event:
+            await updater.update_status(optional_text(event["status"], "status"))
+        elif "state" in event:
+            await finish(updater, event)
+            return
+        else:
+            raise invalid(f"an event with none of status, artifact or state: {line[:100]}")
+    raise invalid("the stream ended without a final state")
+
+
+class HttpExecutor(Executor):
+    backend: Backend | None = None
+
+    async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+        self.backend = await backend_for(context)
+        body = json.dumps(request_body(context)).encode()
+        response = await self.backend.call(body)
+        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type == NDJSON:
+            await stream(updater, response.text)
+        else:
+            await answer(updater, parse_object(response.text))
+
+    async def cancel(self, context: RequestContext, updater: TaskUpdater) -> None:
+        """Tell the backend, once and briefly; the turn stops whatever it answers."""
+        if self.backend is None:
+            return  # the backend has not been called yet
+        body = json.dumps({"cancel": context.task_id}).encode()
+        try:
+            await self.backend.post(body, CANCEL_TIMEOUT)
+        except Exception as exc:  # the task is canceled already; the backend may be gone
+            logger.info("cancel of task %s not delivered to its backend: %s", context.task_id, exc)

@@ -1,0 +1,33 @@
+"""URLs of the developer pages, under /dev/."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from developers import views
+
+app_name = "developers"
+
+urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="developers/login.html",
+            next_page="developers:agents",
+            redirect_authenticated_user=True,
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="home"), name="logout"),
+    path("agents/", views.agent_list, name="agents"),
+    path("register/", views.agent_create, name="agent-new"),
+    path("register/preview/", views.preview_new, name="preview-new"),
+    path("agents/<str:slug>/", views.agent_detail, name="agent"),
+    path("agents/<str:slug>/edit/", views.agent_edit, name="agent-edit"),
+    path("agents/<str:slug>/preview/", views.preview_existing, name="preview"),
+    path("agents/<str:slug>/try/", views.try_message, name="try"),
+    path("agents/<str:slug>/keys/", views.key_list, name="keys"),
+    path("agents/<str:slug>/keys/<int:key_id>/revoke/", views.key_revoke, name="key-revoke"),
+    path("agents/<str:slug>/tasks/", views.task_list, name="tasks"),
+]

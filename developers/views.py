@@ -1,0 +1,263 @@
+"""The developer pages: the home page, an owner's agents, their forms, keys, tasks and "try it".
+
+Every agent page looks the agent up with the signed-in user as owner, so another user's agent
+is a 404, never a 403 that would confirm it exists.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import cards
+from agents.lookup import find_agent
+from agents.models import Agent, ApiKey
+from agents.views import public_base_url
+from developers.forms import (
+    ApiKeyForm,
+    DeveloperAgentForm,
+    DeveloperSkillFormSet,
+    bind_agent_forms,
+    kept_skills,
+)
+from developers.tryit import send_as_owner
+from tasks.models import Task
+
+if TYPE_CHECKING:
+    from developers.forms import SkillForms
+
+TASKS_PER_PAGE = 25
+MAX_TRY_TEXT = 4000
+
+
+def owned_agent(request: HttpRequest, slug: str) -> Agent:
+    return get_object_or_404(Agent, slug=slug, owner=request.user)  # type: ignore[misc]
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    agents = Agent.objects.filter(public=True, enabled=True).annotate(skill_count=Count("skills"))
+    return render(request, "developers/home.html", {"agents": agents})
+
+
+@login_required
+@require_GET
+def agent_list(request: HttpRequest) -> HttpResponse:
+    agents = (
+        Agent.objects.filter(owner=request.user)  # type: ignore[misc]
+        .annotate(skill_count=Count("skills", distinct=True))
+        .annotate(task_count=Count("tasks", distinct=True))
+    )
+    return render(request, "developers/agent_list.html", {"agents": agents})
+
+
+# -- registering and editing -------------------------------------------------------------
+
+
+@login_required
+def agent_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form, formset, valid = bind_agent_forms(request.POST, None)
+        if valid:
+            agent = save_agent(form, formset, request)
+            messages.success(request, f"Agent {agent.slug} is registered.")
+            return redirect("developers:agent", slug=agent.slug)
+    else:
+        form = DeveloperAgentForm()
+        formset = DeveloperSkillFormSet(instance=Agent(), prefix="skills")
+    return render_form(request, form, formset, None)
+
+
+@login_required
+def agent_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    if request.method == "POST":
+        # The forms fill in the instance they are given; `agent` stays as stored for the page.
+        form, formset, valid = bind_agent_forms(request.POST, owned_agent(request, slug))
+        if valid:
+            saved = save_agent(form, formset, request)
+            messages.success(request, f"Agent {saved.slug} is saved.")
+            return redirect("developers:agent", slug=saved.slug)
+    else:
+        form = DeveloperAgentForm(instance=agent)
+        formset = DeveloperSkillFormSet(instance=agent, prefix="skills")
+        formset.extra = 0
+    return render_form(request, form, formset, agent)
+
+
+def render_form(
+    request: HttpRequest, form: DeveloperAgentForm, formset: SkillForms, agent: Agent | None
+) -> HttpResponse:
+    if agent is None:
+        preview_url = reverse("developers:preview-new")
+    else:
+        preview_url = reverse("developers:preview", kwargs={"slug": agent.slug})
+    context = {"form": form, "formset": formset, "agent": agent, "preview_url": preview_url}
+    status = 400 if form.is_bound else 200
+    return render(request, "developers/agent_form.html", context, status=status)
+
+
+def save_agent(form: DeveloperAgentForm, formset: SkillForms, request: HttpRequest) -> Agent:
+    kept_skills(formset)
+    with transaction.atomic():
+        agent = form.save(commit=False)
+        if agent.owner_id is None:
+            agent.owner = request.user  # type: ignore[assignment]
+        agent.save()
+        formset.instance = agent
+        formset.save()
+    return agent
+
+
+# -- the live preview ----------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def preview_new(request: HttpRequest) -> JsonResponse:
+    return preview(request, None)
+
+
+@login_required
+@require_POST
+def preview_existing(request: HttpRequest, slug: str) -> JsonResponse:
+    return preview(request, owned_agent(request, slug))
+
+
+def preview(request: HttpRequest, agent: Agent | None) -> JsonResponse:
+    """The union card the form would publish, or every error the form would show; nothing is
+    saved (the forms only fill in unsaved instances)."""
+    form, formset, valid = bind_agent_forms(request.POST, agent)
+    if not valid:
+        return JsonResponse({"ok": False, "errors": form_errors(form, formset)})
+    card = cards.build_card(form.instance, public_base_url(request), skills=kept_skills(formset))
+    document = cards.card_document(card, cards.UNION)
+    return JsonResponse({"ok": True, "card": document}, json_dumps_params={"ensure_ascii": False})
+
+
+def form_errors(form: DeveloperAgentForm, formset: SkillForms) -> list[str]:
+    """Flat, readable messages: the page lists them next to the preview."""
+    problems = [f"{label_of(form, field)}: {m}" for field, ms in form.errors.items() for m in ms]
+    for number, skill in enumerate(formset.forms, start=1):
+        problems += [
+            f"Skill {number}, {field}: {m}" for field, ms in skill.errors.items() for m in ms
+        ]
+    problems += [f"Skills: {message}" for message in formset.non_form_errors()]
+    return problems
+
+
+def label_of(form: DeveloperAgentForm, field: str) -> str:
+    if field == "__all__":
+        return "Card"
+    return str(form.fields[field].label) if field in form.fields else field
+
+
+# -- one agent ---------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    base = public_base_url(request)
+    try:
+        card = cards.card_document(cards.build_card(agent, base), cards.UNION)
+        card_text = json.dumps(card, indent=2, ensure_ascii=False)
+    except Exception as exc:  # a stored card that no longer builds must still be shown
+        card_text = f"This card does not build: {exc}"
+    context = {
+        "agent": agent,
+        "card_text": card_text,
+        "card_url": cards.card_url(base, agent),
+        "jsonrpc_url": cards.jsonrpc_url(base, agent),
+        "recent_tasks": [with_status_text(t) for t in agent.tasks.order_by("-created_at")[:5]],
+        "active_keys": agent.api_keys.filter(revoked_at__isnull=True).count(),
+    }
+    return render(request, "developers/agent_detail.html", context)
+
+
+@login_required
+@require_POST
+async def try_message(request: HttpRequest, slug: str) -> JsonResponse:
+    user = await request.auser()
+    owned = await Agent.objects.filter(slug=slug, owner=user).aexists()  # type: ignore[misc]
+    if not owned:
+        raise Http404("No such agent.")
+    text = request.POST.get("text", "").strip()
+    if not text or len(text) > MAX_TRY_TEXT:
+        return try_refused(f"Type a message to send (at most {MAX_TRY_TEXT} characters).")
+    # The endpoint's own lookup: only an enabled agent answers, with its skills loaded.
+    agent = await sync_to_async(find_agent)(slug)
+    if agent is None:
+        return try_refused("This agent is disabled; an operator can enable it.")
+    return JsonResponse(await send_as_owner(request, agent, text))
+
+
+def try_refused(message: str) -> JsonResponse:
+    return JsonResponse({"ok": False, "error": {"message": message}})
+
+
+# -- keys ----------------------------------------------------------------------------------
+
+
+@never_cache
+@login_required
+def key_list(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    secret = ""
+    form = ApiKeyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        # Only the hash is kept: this response is the one time anyone sees the key.
+        _, secret = ApiKey.issue(form.cleaned_data["name"], request.user, agent)
+        form = ApiKeyForm()
+    keys = agent.api_keys.select_related("owner")
+    context = {"agent": agent, "keys": keys, "form": form, "secret": secret}
+    return render(request, "developers/keys.html", context)
+
+
+@login_required
+@require_POST
+def key_revoke(request: HttpRequest, slug: str, key_id: int) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    key = get_object_or_404(ApiKey, pk=key_id, agent=agent)
+    revoked = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    if revoked:
+        messages.success(request, f"Key {key.name} ({key.prefix}…) is revoked.")
+    return redirect("developers:keys", slug=agent.slug)
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def task_list(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    tasks = Task.objects.filter(agent=agent).order_by("-created_at", "-id")
+    page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = [with_status_text(task) for task in page.object_list]
+    return render(request, "developers/tasks.html", {"agent": agent, "page": page})
+
+
+def with_status_text(task: Task) -> Task:
+    """Adds `status_text`: the text parts of the task's last status message."""
+    message: dict[str, Any] = task.status_message or {}
+    parts = message.get("parts") or []
+    texts = [str(p["text"]) for p in parts if isinstance(p, dict) and "text" in p]
+    task.status_text = "\n".join(texts)  # type: ignore[attr-defined]
+    return task

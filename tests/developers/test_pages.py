@@ -1,0 +1,431 @@
+"""The developer pages through Django's test client: sign-in, ownership, the agent and skill
+forms, the live preview, API keys, the task list and the "try it" box.
+
+Personas and their rights:
+- `developer` (tests/conftest.py): signed in, owns the agents made here with owner=developer;
+  registers, edits, previews, tries them and manages their keys.
+- `rival`: another signed-in user with agents of their own; none of the developer's agents
+  exist for them (404), and theirs do not exist for the developer.
+- anonymous: every developer page sends them to the sign-in page.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from agents.models import Agent, ApiKey
+from tasks.models import Task
+from tests.conftest import make_agent
+
+pytestmark = pytest.mark.django_db
+
+SECURED: dict[str, Any] = {
+    "security_schemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+    "security_requirements": [{"apiKey": []}],
+}
+
+
+@pytest.fixture
+def dev_client(developer: User) -> Client:
+    client = Client()
+    client.force_login(developer)
+    return client
+
+
+@pytest.fixture
+def rival(db: None) -> User:
+    return User.objects.create_user("rival", "rival@example.com", "rival-pass-123")
+
+
+def skill_data(n: int, **fields: str) -> dict[str, str]:
+    values = {
+        "skill_id": f"skill-{n}",
+        "name": f"Skill {n}",
+        "description": f"Skill number {n}.",
+        "tags": '["demo"]',
+        "examples": '["hello"]',
+        "input_modes": "[]",
+        "output_modes": "[]",
+    } | fields
+    return {f"skills-{n}-{key}": value for key, value in values.items()}
+
+
+def agent_data(skills: int = 2, **fields: str) -> dict[str, str]:
+    data = {
+        "slug": "weather",
+        "name": "Weather",
+        "description": "Tells the weather.",
+        "version": "1.0.0",
+        "default_input_modes": '["text/plain"]',
+        "default_output_modes": '["text/plain"]',
+        "streaming": "on",
+        "extensions": "[]",
+        "security_schemes": "{}",
+        "security_requirements": "[]",
+        "executor_kind": "echo",
+        "executor_settings": "{}",
+        "skills-TOTAL_FORMS": str(skills),
+        "skills-INITIAL_FORMS": "0",
+        "skills-MIN_NUM_FORMS": "0",
+        "skills-MAX_NUM_FORMS": "1000",
+    } | fields
+    for n in range(skills):
+        data |= skill_data(n)
+    return data
+
+
+def register(client: Client, data: dict[str, str]) -> Any:
+    return client.post(reverse("developers:agent-new"), data)
+
+
+def field_errors(response: Any, field: str) -> list[str]:
+    return list(response.context["form"].errors.get(field, []))
+
+
+def owned(slug: str, owner: User, **fields: Any) -> Agent:
+    agent = make_agent(slug, skills=1, **fields)
+    agent.owner = owner
+    agent.save()
+    return agent
+
+
+# -- sign-in and ownership ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/dev/agents/", "/dev/register/", "/dev/agents/mine/", "/dev/agents/mine/edit/",
+     "/dev/agents/mine/keys/", "/dev/agents/mine/tasks/"],
+)  # fmt: skip
+def test_the_pages_send_an_anonymous_visitor_to_sign_in(client: Client, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"] == f"/dev/login/?next={path}"
+
+
+def test_the_preview_and_try_endpoints_need_sign_in_too(client: Client, developer: User) -> None:
+    owned("mine", developer)
+    assert client.post("/dev/register/preview/", agent_data()).status_code == 302
+    assert client.post("/dev/agents/mine/try/", {"text": "hi"}).status_code == 302
+
+
+def test_a_developer_signs_in_with_the_sign_in_page(client: Client, developer: User) -> None:
+    page = client.get("/dev/login/")
+    assert b"csrfmiddlewaretoken" in page.content
+    response = client.post(
+        "/dev/login/", {"username": "dev", "password": "developer-pass-123", "next": ""}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agents")
+    assert client.get(reverse("developers:agents")).status_code == 200
+
+
+def test_signing_out_returns_to_the_home_page(dev_client: Client) -> None:
+    response = dev_client.post("/dev/logout/")
+    assert response["Location"] == "/"
+    assert dev_client.get(reverse("developers:agents")).status_code == 302
+
+
+def test_the_home_page_lists_public_agents_and_offers_sign_in(client: Client) -> None:
+    make_agent("open-one")
+    make_agent("hidden-one", public=False)
+    page = client.get("/").content.decode()
+    assert "open-one" in page
+    assert "hidden-one" not in page
+    assert "/dev/login/" in page
+
+
+def test_an_owner_sees_only_their_own_agents(
+    dev_client: Client, developer: User, rival: User
+) -> None:
+    owned("mine", developer)
+    owned("theirs", rival)
+    make_agent("nobodys")
+    page = dev_client.get(reverse("developers:agents")).content.decode()
+    assert "mine" in page
+    assert "theirs" not in page
+    assert "nobodys" not in page
+
+
+@pytest.mark.parametrize("suffix", ["", "edit/", "keys/", "tasks/"])
+def test_another_users_agent_is_not_found(dev_client: Client, rival: User, suffix: str) -> None:
+    owned("theirs", rival)
+    assert dev_client.get(f"/dev/agents/theirs/{suffix}").status_code == 404
+
+
+def test_another_users_agent_cannot_be_changed_previewed_or_tried(
+    dev_client: Client, rival: User
+) -> None:
+    agent = owned("theirs", rival)
+    key, _ = ApiKey.issue("theirs", rival, agent)
+    data = agent_data(slug="theirs", name="Stolen")
+    assert dev_client.post("/dev/agents/theirs/edit/", data).status_code == 404
+    assert dev_client.post("/dev/agents/theirs/preview/", data).status_code == 404
+    assert dev_client.post("/dev/agents/theirs/try/", {"text": "hi"}).status_code == 404
+    assert dev_client.post("/dev/agents/theirs/keys/", {"name": "x"}).status_code == 404
+    assert dev_client.post(f"/dev/agents/theirs/keys/{key.pk}/revoke/").status_code == 404
+    agent.refresh_from_db()
+    key.refresh_from_db()
+    assert agent.name == "Theirs"
+    assert key.revoked_at is None
+    assert not Task.objects.exists()
+
+
+# -- the agent and skill forms -------------------------------------------------------------
+
+
+def test_a_valid_form_registers_the_agent_with_two_skills_for_the_user(
+    dev_client: Client, developer: User
+) -> None:
+    response = register(dev_client, agent_data())
+    assert response.status_code == 302
+    agent = Agent.objects.get(slug="weather")
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "weather"})
+    assert agent.owner == developer
+    assert agent.executor_kind == "echo"
+    assert [(s.skill_id, s.position) for s in agent.skills.all()] == [
+        ("skill-0", 0),
+        ("skill-1", 1),
+    ]
+
+
+def test_the_form_refuses_a_bad_slug_next_to_the_field(dev_client: Client) -> None:
+    response = register(dev_client, agent_data(slug="Not A Slug!"))
+    assert response.status_code == 400
+    assert "lowercase letters" in " ".join(field_errors(response, "slug"))
+    assert 'class="errorlist"' in response.content.decode()
+    assert not Agent.objects.exists()
+
+
+def test_the_form_refuses_an_agent_without_skills(dev_client: Client) -> None:
+    response = register(dev_client, agent_data(skills=0))
+    assert response.status_code == 400
+    errors = response.context["formset"].non_form_errors()
+    assert "at least one skill" in " ".join(errors)
+    assert 'id="skill-errors"' in response.content.decode()
+    assert not Agent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("schemes", "problem"),
+    [("{not json", "valid JSON"), ('{"key": {"type": "carrier-pigeon"}}', "carrier-pigeon")],
+)
+def test_the_form_refuses_a_bad_security_scheme_next_to_the_field(
+    dev_client: Client, schemes: str, problem: str
+) -> None:
+    response = register(dev_client, agent_data(security_schemes=schemes))
+    assert response.status_code == 400
+    assert problem in " ".join(field_errors(response, "security_schemes"))
+    assert not Agent.objects.exists()
+
+
+def test_the_form_refuses_a_skill_without_tags(dev_client: Client) -> None:
+    data = agent_data() | skill_data(1, tags="[]")
+    response = register(dev_client, data)
+    assert response.status_code == 400
+    skill_form = response.context["formset"].forms[1]
+    assert skill_form.errors["tags"]
+    assert not Agent.objects.exists()
+
+
+def test_the_form_refuses_unknown_python_functions_in_the_executor_settings(
+    dev_client: Client,
+) -> None:
+    data = agent_data(executor_kind="python", executor_settings='{"functions": {"a": "nope"}}')
+    response = register(dev_client, data)
+    assert "nope" in " ".join(field_errors(response, "executor_settings"))
+
+
+def test_the_owner_edits_the_agent_and_its_skills(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer)
+    skill = agent.skills.get()
+    data = agent_data(skills=2, slug="mine", name="Renamed") | {"skills-INITIAL_FORMS": "1"}
+    data |= {"skills-0-id": str(skill.pk), "skills-0-DELETE": "on"}
+    response = dev_client.post("/dev/agents/mine/edit/", data)
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.name == "Renamed"
+    assert agent.owner == developer
+    assert [s.skill_id for s in agent.skills.all()] == ["skill-1"]
+
+
+def test_the_edit_page_shows_the_stored_agent(dev_client: Client, developer: User) -> None:
+    owned("mine", developer)
+    page = dev_client.get("/dev/agents/mine/edit/").content.decode()
+    assert 'value="mine"' in page
+    assert 'value="mine-skill-0"' in page
+    assert "/dev/agents/mine/preview/" in page
+
+
+# -- the live preview ----------------------------------------------------------------------
+
+
+def test_the_preview_returns_the_union_card_without_saving(dev_client: Client) -> None:
+    response = dev_client.post("/dev/register/preview/", agent_data())
+    body = response.json()
+    assert body["ok"] is True
+    card = body["card"]
+    assert card["name"] == "Weather"
+    assert [s["id"] for s in card["skills"]] == ["skill-0", "skill-1"]
+    assert card["supportedInterfaces"][0]["url"] == "http://testserver/agents/weather/jsonrpc/"
+    assert card["url"] == "http://testserver/agents/weather/jsonrpc/"  # the 0.3 field
+    assert not Agent.objects.exists()
+
+
+def test_the_preview_returns_the_errors_of_an_invalid_form(dev_client: Client) -> None:
+    data = agent_data(slug="Bad Slug", security_schemes='{"k": {"type": "carrier-pigeon"}}')
+    body = dev_client.post("/dev/register/preview/", data | skill_data(1, tags="[]")).json()
+    assert body["ok"] is False
+    errors = " ".join(body["errors"])
+    assert "Slug:" in errors
+    assert "carrier-pigeon" in errors
+    assert "Skill 2, tags" in errors
+
+
+def test_the_preview_of_a_stored_agent_changes_nothing(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer)
+    skill = agent.skills.get()
+    data = agent_data(skills=1, slug="mine", name="Draft") | {"skills-INITIAL_FORMS": "1"}
+    data |= {"skills-0-id": str(skill.pk)}
+    body = dev_client.post("/dev/agents/mine/preview/", data).json()
+    assert body["ok"] is True
+    assert body["card"]["name"] == "Draft"
+    agent.refresh_from_db()
+    assert agent.name == "Mine"
+
+
+# -- API keys ------------------------------------------------------------------------------
+
+
+def send(agent: Agent, key: str | None) -> Any:
+    headers = {"HTTP_X_API_KEY": key} if key else {}
+    envelope = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
+    return Client().post(
+        f"/agents/{agent.slug}/jsonrpc/",
+        json.dumps(envelope),
+        content_type="application/json",
+        HTTP_A2A_VERSION="1.0",
+        **headers,
+    )
+
+
+def test_a_new_key_is_shown_once_and_works(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer, **SECURED)
+    response = dev_client.post("/dev/agents/mine/keys/", {"name": "laptop"})
+    secret = response.context["secret"]
+    assert secret.startswith("a2a_")
+    assert secret in response.content.decode()
+    assert response["Cache-Control"].startswith("max-age=0")
+    key = ApiKey.objects.get()
+    assert (key.owner, key.agent, key.name) == (developer, agent, "laptop")
+    assert secret not in dev_client.get("/dev/agents/mine/keys/").content.decode()
+    assert send(agent, secret).status_code == 200
+
+
+def test_a_revoked_key_stops_working(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer, **SECURED)
+    key, secret = ApiKey.issue("laptop", developer, agent)
+    assert send(agent, secret).status_code == 200
+    response = dev_client.post(f"/dev/agents/mine/keys/{key.pk}/revoke/")
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert send(agent, secret).status_code == 401
+    assert "revoked" in dev_client.get("/dev/agents/mine/keys/").content.decode()
+
+
+def test_a_key_needs_a_name(dev_client: Client, developer: User) -> None:
+    owned("mine", developer)
+    response = dev_client.post("/dev/agents/mine/keys/", {"name": ""})
+    assert response.context["form"].errors["name"]
+    assert not ApiKey.objects.exists()
+
+
+# -- tasks -----------------------------------------------------------------------------------
+
+
+def make_task(agent: Agent, age_minutes: int, text: str = "", owner: str = "apikey:1") -> Task:
+    when = timezone.now() - timedelta(minutes=age_minutes)
+    status = {"messageId": "s", "role": "ROLE_AGENT", "parts": [{"text": text}]} if text else None
+    return Task.objects.create(
+        agent=agent, owner=owner, context_id="ctx", state="working", status_message=status,
+        status_timestamp=when, protocol_version="1.0", execution_mode="inline",
+        created_at=when, updated_at=when,
+    )  # fmt: skip
+
+
+def test_the_task_list_shows_the_agents_tasks_newest_first(
+    dev_client: Client, developer: User, rival: User
+) -> None:
+    agent = owned("mine", developer)
+    make_task(agent, 30, "thinking about it")
+    make_task(agent, 5, "nearly there")
+    make_task(owned("theirs", rival), 1, "not yours")
+    page = dev_client.get("/dev/agents/mine/tasks/").content.decode()
+    assert page.index("nearly there") < page.index("thinking about it")
+    assert "not yours" not in page
+
+
+def test_the_task_list_is_paginated(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer)
+    for age in range(30):
+        make_task(agent, age, f"task aged {age}")
+    first = dev_client.get("/dev/agents/mine/tasks/")
+    assert len(first.context["page"].object_list) == 25
+    assert "task aged 0<" in first.content.decode()
+    assert "task aged 29<" not in first.content.decode()
+    second = dev_client.get("/dev/agents/mine/tasks/?page=2").content.decode()
+    assert "task aged 29" in second
+    assert "task aged 0<" not in second
+
+
+# -- try it ----------------------------------------------------------------------------------
+
+
+def test_try_it_sends_a_message_as_the_owner_and_shows_the_echo(
+    dev_client: Client, developer: User
+) -> None:
+    agent = owned("mine", developer, **SECURED)
+    body = dev_client.post("/dev/agents/mine/try/", {"text": "hello there"}).json()
+    assert body["ok"] is True
+    assert body["state"] == "completed"
+    assert body["text"] == "hello there"
+    assert body["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task = Task.objects.get(agent=agent)
+    assert task.owner == f"user:{developer.pk}"
+    assert str(task.id) == body["taskId"]
+
+
+def test_try_it_refuses_an_empty_message(dev_client: Client, developer: User) -> None:
+    owned("mine", developer)
+    body = dev_client.post("/dev/agents/mine/try/", {"text": "  "}).json()
+    assert body["ok"] is False
+    assert not Task.objects.exists()
+
+
+def test_try_it_says_when_the_agent_is_disabled(dev_client: Client, developer: User) -> None:
+    owned("mine", developer, enabled=False)
+    body = dev_client.post("/dev/agents/mine/try/", {"text": "hi"}).json()
+    assert "disabled" in body["error"]["message"]
+
+
+def test_the_forms_are_protected_against_cross_site_posts(developer: User) -> None:
+    owned("mine", developer)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(developer)
+    for path in ["/dev/register/", "/dev/register/preview/", "/dev/agents/mine/try/",
+                 "/dev/agents/mine/keys/", "/dev/agents/mine/edit/"]:  # fmt: skip
+        assert client.post(path, {"text": "hi", "name": "x"}).status_code == 403, path
