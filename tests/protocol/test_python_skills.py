@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from agents.models import Agent, Skill
+from tasks import runner
 from tests.protocol.conftest import (
     V03,
     V1,
+    AsyncCaller,
     Caller,
     artifact_texts,
+    envelope,
     secured_agent,
     state_of,
     texts,
 )
+from tests.protocol.test_cancel import event_log
 
 pytestmark = pytest.mark.django_db
 both_versions = pytest.mark.parametrize("version", [V03, V1])
@@ -27,8 +34,7 @@ FUNCTIONS = {
 }
 
 
-@pytest.fixture
-def toolbox(db: None) -> Agent:
+def make_toolbox() -> Agent:
     agent = secured_agent(
         "toolbox", "python", executor_settings={"functions": FUNCTIONS},
         default_output_modes=["text/plain", "application/json"],
@@ -39,6 +45,11 @@ def toolbox(db: None) -> Agent:
                              description=f"The {skill_id} tool.", tags=["tool"],
                              position=position)  # fmt: skip
     return agent
+
+
+@pytest.fixture
+def toolbox(db: None) -> Agent:
+    return make_toolbox()
 
 
 def ask(caller: Caller, version: str, skill: str, text: str, **message: Any) -> dict[str, Any]:
@@ -108,3 +119,50 @@ def test_an_unregistered_function_fails_the_task_and_says_why(caller: Caller, db
 
     assert state_of(task) == "failed"
     assert "nowhere.to_be_found" in " ".join(texts(task["status"]["message"]))
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_canceling_stops_a_streaming_function_mid_way(async_caller: AsyncCaller) -> None:
+    await sync_to_async(make_toolbox)()
+    task = await async_caller.send(
+        "toolbox", V1, "20", configuration={"returnImmediately": True},
+        message={"metadata": {"skillId": "countdown"}},
+    )  # fmt: skip
+    task_id = task["id"]
+    while len(await sync_to_async(event_log)(task_id)) < 7:
+        await asyncio.sleep(0.02)
+
+    canceled = await async_caller.result("toolbox", V1, "cancel", {"id": task_id})
+    for _ in range(100):
+        if task_id not in runner.RUNNING:
+            break
+        await asyncio.sleep(0.02)
+
+    assert state_of(canceled) == "canceled"
+    assert task_id not in runner.RUNNING
+    stored = await async_caller.get("toolbox", task_id)
+    written = "".join(artifact_texts(stored))
+    assert written.startswith("20\n") and "lift-off" not in written
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@both_versions
+async def test_a_function_answers_over_a_stream(async_caller: AsyncCaller, version: str) -> None:
+    await sync_to_async(make_toolbox)()
+    body = envelope(version, "send", text="2", message={"metadata": {"skillId": "countdown"}})
+    body["method"] = "SendStreamingMessage" if version == V1 else "message/stream"
+    headers = {"A2A-Version": V1} if version == V1 else {}
+    response = await async_caller.client.post(
+        "/agents/toolbox/jsonrpc/", data=json.dumps(body), content_type="application/json",
+        headers={"X-API-Key": async_caller.key or "", **headers},
+    )  # fmt: skip
+    text = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    results = [json.loads(line[6:])["result"] for line in text.splitlines()
+               if line.startswith("data: ")]  # fmt: skip
+    updates = [r.get("artifactUpdate", r) for r in results if "artifact" in r.get(
+        "artifactUpdate", r)]  # fmt: skip
+
+    assert "".join(p["text"] for u in updates for p in u["artifact"]["parts"]) == "2\n1\nlift-off\n"
+    assert [u.get("lastChunk", False) for u in updates] == [False, False, True]
