@@ -12,7 +12,8 @@ from django import forms
 from django.forms.models import inlineformset_factory
 
 from agents.forms import AgentForm, SkillFormSet
-from agents.models import Agent, Skill
+from agents.models import Agent, Skill, slug_validator
+from agents.settings_forms import SETTINGS_FORMS, ExecutorSettingsForm
 
 if TYPE_CHECKING:
     from django.forms import BaseInlineFormSet
@@ -45,6 +46,50 @@ class DeveloperAgentForm(AgentForm):
             "security_requirements": json_area(2, '[{"apiKey": []}]'),
             "executor_settings": json_area(2, "{}"),
         }
+
+    # The executor's settings are the selected kind's settings form (fields prefixed
+    # `settings-<kind>`); a post that carries a raw `executor_settings` JSON instead (scripts,
+    # older pages) is judged as the admin judges it.
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stored_kind = self.instance.executor_kind
+        self.stored_settings = dict(self.instance.executor_settings or {})
+        self.raw_settings = self.is_bound and "executor_settings" in self.data
+        self.selected_kind = str(self.data.get("executor_kind", "")) if self.is_bound else ""
+        self.selected_kind = self.selected_kind or self.stored_kind
+        self.settings_forms: dict[str, ExecutorSettingsForm] = {}
+        for kind, form_class in SETTINGS_FORMS.items():
+            prefix = f"settings-{kind}"
+            if self.is_bound and not self.raw_settings and kind == self.selected_kind:
+                self.settings_forms[kind] = form_class(self.data, prefix=prefix)
+            else:
+                stored = self.stored_settings if kind == self.stored_kind else None
+                self.settings_forms[kind] = form_class.from_settings(stored, prefix=prefix)
+
+    @property
+    def executor_forms(self) -> list[tuple[str, ExecutorSettingsForm, bool]]:
+        """(kind, its settings form, whether it is the selected kind), for the page."""
+        return [(k, f, k == self.selected_kind) for k, f in self.settings_forms.items()]
+
+    def clean(self) -> dict[str, Any]:
+        settings_form = self.settings_forms.get(str(self.cleaned_data.get("executor_kind")))
+        use_form = self.is_bound and not self.raw_settings
+        if use_form and (settings_form is None or settings_form.is_valid()):
+            kind = self.cleaned_data.get("executor_kind")
+            stored = self.stored_settings if kind == self.stored_kind else None
+            settings = settings_form.settings(stored) if settings_form else {}
+            self.cleaned_data["executor_settings"] = self.instance.executor_settings = settings
+        cleaned = super().clean()
+        if use_form and settings_form is not None and not settings_form.is_valid():
+            # The settings form's own errors (shown next to its fields) replace any about the
+            # settings as a whole; listed here too, for the live preview.
+            self.errors.pop("executor_settings", None)
+            for field, messages in settings_form.errors.items():
+                label = settings_form.fields[field].label if field in settings_form.fields else ""
+                for message in messages:
+                    self.add_error("executor_settings", f"{label}: {message}" if label else message)
+        return cleaned
 
 
 class DeveloperSkillForm(forms.ModelForm):
@@ -102,3 +147,28 @@ class ApiKeyForm(forms.Form):
         help_text="Who or what will use it, e.g. “my laptop” or “CI”.",
         widget=forms.TextInput(attrs={"placeholder": "my laptop"}),
     )
+
+
+class ImportCardForm(forms.Form):
+    """Where the remote agent's card is, and the slug of the hub agent that will front it."""
+
+    card_url = forms.URLField(
+        label="Card URL",
+        max_length=2000,
+        assume_scheme="https",
+        help_text="The remote agent's card, e.g. https://agent.example/.well-known/agent-card.json.",
+        widget=forms.URLInput(
+            attrs={"placeholder": "https://agent.example/.well-known/agent-card.json"}
+        ),
+    )
+    slug = forms.CharField(
+        max_length=64,
+        validators=[slug_validator],
+        help_text="The hub agent's address: /agents/<slug>/.",
+    )
+
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        if Agent.objects.filter(slug=slug).exists():
+            raise forms.ValidationError("An agent with this slug already exists.")
+        return slug

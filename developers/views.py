@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -26,10 +26,12 @@ from agents import cards
 from agents.lookup import find_agent
 from agents.models import Agent, ApiKey
 from agents.views import public_base_url
+from developers import importing
 from developers.forms import (
     ApiKeyForm,
     DeveloperAgentForm,
     DeveloperSkillFormSet,
+    ImportCardForm,
     bind_agent_forms,
     kept_skills,
 )
@@ -122,6 +124,40 @@ def save_agent(form: DeveloperAgentForm, formset: SkillForms, request: HttpReque
     return agent
 
 
+# -- importing from a remote card -----------------------------------------------------------
+
+
+@login_required
+def agent_import(request: HttpRequest) -> HttpResponse:
+    form = ImportCardForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        url, slug = form.cleaned_data["card_url"], form.cleaned_data["slug"]
+        try:
+            agent = importing.import_agent(url, slug, request.user)
+        except importing.CardRejected as exc:
+            form.add_error("card_url", str(exc))
+        except IntegrityError:  # another import took the slug since the form checked it
+            form.add_error("slug", "An agent with this slug already exists.")
+        else:
+            messages.success(request, f"Agent {agent.slug} is imported from {url}.")
+            return redirect("developers:agent", slug=agent.slug)
+    status = 400 if form.is_bound else 200
+    return render(request, "developers/import_form.html", {"form": form}, status=status)
+
+
+@login_required
+@require_POST
+def agent_resync(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = owned_agent(request, slug)
+    try:
+        importing.resync_agent(agent)
+    except importing.CardRejected as exc:
+        messages.error(request, f"Nothing was changed: {exc}")
+    else:
+        messages.success(request, f"Agent {agent.slug} is re-synced from its remote card.")
+    return redirect("developers:agent", slug=agent.slug)
+
+
 # -- the live preview ----------------------------------------------------------------------
 
 
@@ -185,6 +221,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "jsonrpc_url": cards.jsonrpc_url(base, agent),
         "recent_tasks": [with_status_text(t) for t in agent.tasks.order_by("-created_at")[:5]],
         "active_keys": agent.api_keys.filter(revoked_at__isnull=True).count(),
+        "remote": importing.sync_state(agent) if importing.is_remote(agent) else None,
     }
     return render(request, "developers/agent_detail.html", context)
 
