@@ -46,7 +46,7 @@ GOOD: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
 BAD: list[tuple[str, dict[str, str], str, str]] = [
     ("http", {"timeout": "30", "retries": "2"}, "url", "required"),
     ("http", {"url": "not a url", "timeout": "30", "retries": "2"}, "url", "valid URL"),
-    ("http", {"url": "http://169.254.169.254/latest/", "timeout": "30", "retries": "2"}, "url", "may not"),
+    ("http", {"url": "http://169.254.169.254/", "timeout": "30", "retries": "2"}, "url", "may not"),
     ("http", {"url": "http://10.1.2.3/hook", "timeout": "30", "retries": "2"}, "url", "may not"),
     ("http", {"url": "https://b.example/", "timeout": "0", "retries": "2"}, "timeout", "0.1"),
     ("http", {"url": "https://b.example/", "timeout": "601", "retries": "2"}, "timeout", "600"),

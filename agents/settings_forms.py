@@ -1,0 +1,240 @@
+"""One small form per executor kind that has settings: fields instead of a raw JSON box.
+
+Each form starts from an agent's `executor_settings` (`from_settings`), and turns its cleaned
+data back into that dict (`settings`); the rules are the ones agents.forms applies to the raw
+dict (the same validators and the executors' own limits), so both ways judge alike. Kinds
+without settings (echo, conformance) have no form: `settings_form_for` answers None.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.html import escape
+
+from agents.executors import http, interview, remote, slow
+from agents.forms import (
+    validate_executor_settings,
+    validate_http_settings,
+    validate_python_settings,
+    validate_remote_settings,
+)
+from agents.models import slug_validator
+
+LINE = re.compile(r"^\s*(?P<skill>[^=]+?)\s*=\s*(?P<name>\S.*?)\s*$")
+ANY_SKILL = "*"  # function_names' key for a single {"function": name}
+
+
+class ExecutorSettingsForm(forms.Form):
+    """A kind's settings as fields. Subclasses name their `kind`, the `keys` of the dict they
+    own (other keys already stored, e.g. an import's sync time, are kept) and convert."""
+
+    kind: ClassVar[str] = ""
+    keys: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any] | None, **kwargs: Any) -> ExecutorSettingsForm:
+        """An unbound form showing `settings` (the fields' defaults where a key is missing)."""
+        return cls(initial=cls.initial_from(settings or {}), **kwargs)
+
+    @classmethod
+    def initial_from(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        return {key: settings[key] for key in cls.keys if key in settings}
+
+    def to_settings(self) -> dict[str, Any]:
+        return {key: self.cleaned_data[key] for key in self.keys}
+
+    def settings(self, stored: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The executor_settings to store (valid forms only): `stored`'s other keys, then ours."""
+        kept = {k: v for k, v in (stored or {}).items() if k not in self.keys}
+        return kept | self.to_settings()
+
+    def clean(self) -> dict[str, Any]:
+        """The dict as a whole, by the raw JSON field's rules (fields' own errors come first)."""
+        cleaned = super().clean() or {}
+        if not self.errors:
+            try:
+                validate_executor_settings(self.kind, self.to_settings())
+            except ValidationError as exc:
+                self.add_error(None, exc)
+        return cleaned
+
+
+def seconds_field(label: str, low: float, high: float, default: float, hint: str) -> forms.Field:
+    return forms.FloatField(
+        label=label, min_value=low, max_value=high, initial=default, help_text=hint,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )  # fmt: skip
+
+
+def check_url_field(validator: Any, key: str, value: str) -> str:
+    """One URL judged by the kind's own validator (other keys at their valid defaults)."""
+    validator({key: value})
+    return value
+
+
+class HttpSettingsForm(ExecutorSettingsForm):
+    kind = "http"
+    keys = ("url", "timeout", "retries")
+
+    url = forms.URLField(
+        label="Backend URL", max_length=2000, assume_scheme="https",
+        help_text="The hub POSTs each message here (a public http(s) address).",
+        widget=forms.URLInput(attrs={"placeholder": "https://backend.example/a2a"}),
+    )  # fmt: skip
+    timeout = seconds_field(
+        "Timeout (seconds)", http.MIN_TIMEOUT, http.MAX_TIMEOUT, http.DEFAULT_TIMEOUT,
+        f"Per attempt, from {http.MIN_TIMEOUT:g} to {http.MAX_TIMEOUT:g}.",
+    )  # fmt: skip
+    retries = forms.IntegerField(
+        label="Retries", min_value=0, max_value=http.MAX_RETRIES, initial=http.DEFAULT_RETRIES,
+        help_text=f"Further attempts after a failure, 0 to {http.MAX_RETRIES}.",
+    )  # fmt: skip
+
+    def clean_url(self) -> str:
+        return check_url_field(validate_http_settings, "url", self.cleaned_data["url"])
+
+
+class RemoteSettingsForm(ExecutorSettingsForm):
+    kind = "a2a-remote"
+    keys = ("card_url", "timeout")
+
+    card_url = forms.URLField(
+        label="Card URL", max_length=2000, assume_scheme="https",
+        help_text="The remote agent's card, e.g. https://agent.example/.well-known/agent-card.json.",
+        widget=forms.URLInput(
+            attrs={"placeholder": "https://agent.example/.well-known/agent-card.json"}
+        ),
+    )  # fmt: skip
+    timeout = seconds_field(
+        "Timeout (seconds)", remote.MIN_TIMEOUT, remote.MAX_TIMEOUT, remote.DEFAULT_TIMEOUT,
+        f"How long one turn may take, from {remote.MIN_TIMEOUT:g} to {remote.MAX_TIMEOUT:g}.",
+    )  # fmt: skip
+
+    def clean_card_url(self) -> str:
+        return check_url_field(validate_remote_settings, "card_url", self.cleaned_data["card_url"])
+
+
+def registered_functions() -> list[str]:
+    from agents.executors.python import REGISTRY
+
+    return sorted(REGISTRY)
+
+
+class PythonSettingsForm(ExecutorSettingsForm):
+    """One line per skill: `skill id = registered function name` (`* = name`: every skill)."""
+
+    kind = "python"
+    keys = ("functions", "function")
+
+    functions = forms.CharField(
+        label="Functions",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "greet = hello\nsum = add"}),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = registered_functions()
+        known = ", ".join(f"<code>{escape(name)}</code>" for name in names) or "none yet"
+        self.fields["functions"].help_text = (
+            "One line per skill: <code>skill id = function name</code>; "
+            f"<code>* = name</code> serves every skill. Registered functions: {known}."
+        )
+
+    @classmethod
+    def initial_from(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        from agents.executors.python import function_names
+
+        names = function_names(settings)
+        return {"functions": "\n".join(f"{s} = {n}" for s, n in names.items())} if names else {}
+
+    def clean_functions(self) -> dict[str, str]:
+        mapping: dict[str, str] = {}
+        for number, line in enumerate(self.cleaned_data["functions"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            match = LINE.match(line)
+            if match is None:
+                raise ValidationError(f"Line {number}: write “skill id = function name”.")
+            if match["skill"] in mapping:
+                raise ValidationError(f"Line {number}: skill {match['skill']} is named twice.")
+            mapping[match["skill"]] = match["name"]
+        validate_python_settings({"functions": mapping})
+        return mapping
+
+    def to_settings(self) -> dict[str, Any]:
+        mapping: dict[str, str] = self.cleaned_data["functions"]
+        if list(mapping) == [ANY_SKILL]:
+            return {"function": mapping[ANY_SKILL]}
+        return {"functions": mapping}
+
+
+class WriterSettingsForm(ExecutorSettingsForm):
+    kind = "writer"
+    keys = ("delay",)
+
+    delay = seconds_field("Delay (seconds)", 0.0, 10.0, 0.2, "The pause between streamed chunks.")
+
+
+class SlowSettingsForm(ExecutorSettingsForm):
+    kind = "slow"
+    keys = ("seconds", "step")
+
+    seconds = seconds_field(
+        "Seconds", 0.0, slow.MAX_SECONDS, 5.0,
+        "How long it works when the message names no number of seconds.",
+    )  # fmt: skip
+    step = seconds_field("Step (seconds)", 0.1, 60.0, 1.0, "How often it reports progress.")
+
+
+class InterviewSettingsForm(ExecutorSettingsForm):
+    kind = "interview"
+    keys = ("question",)
+
+    question = forms.CharField(
+        max_length=500, initial=interview.DEFAULT_QUESTION,
+        help_text="What it asks before it answers.",
+    )  # fmt: skip
+
+
+class OrchestratorSettingsForm(ExecutorSettingsForm):
+    kind = "orchestrator"
+    keys = ("agents",)
+
+    agents = forms.CharField(
+        label="Agents",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "echo\ntoolbox"}),
+        help_text="The slugs of the hosted agents it sends sub-tasks to, one a line.",
+    )
+
+    @classmethod
+    def initial_from(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        agents = settings.get("agents")
+        return {"agents": "\n".join(map(str, agents))} if isinstance(agents, list) else {}
+
+    def clean_agents(self) -> list[str]:
+        slugs = [line.strip() for line in self.cleaned_data["agents"].splitlines()]
+        slugs = [slug for slug in slugs if slug]
+        for slug in slugs:
+            try:
+                slug_validator(slug)
+            except ValidationError as exc:
+                raise ValidationError(f"{slug}: {' '.join(exc.messages)}") from exc
+        return slugs
+
+
+SETTINGS_FORMS: dict[str, type[ExecutorSettingsForm]] = {
+    form.kind: form
+    for form in (
+        HttpSettingsForm, RemoteSettingsForm, PythonSettingsForm, WriterSettingsForm,
+        SlowSettingsForm, InterviewSettingsForm, OrchestratorSettingsForm,
+    )
+}  # fmt: skip
+
+
+def settings_form_for(kind: str) -> type[ExecutorSettingsForm] | None:
+    """The settings form of an executor kind, or None for a kind without settings."""
+    return SETTINGS_FORMS.get(kind)
