@@ -16,6 +16,13 @@ certificate checks are for the name. Environment proxies and `.netrc` are ignore
 deadline per call clamps every connect, read and write, so a server that drips its answer byte
 by byte cannot hold a worker past the time limit. Host names and addresses listed in
 `settings.PUSH_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
+
+`async_stream_post` is the one call that hands the answer over while it arrives (an HTTP
+backend's NDJSON events, applied line by line). It keeps every guarantee above: the same
+guarded connect, no redirects, the fixed User-Agent, the size limit counted over the whole
+body, and the same single deadline, which starts when the call starts and covers the time the
+caller spends between reads too: there is no separate idle timeout, so a stream is over when
+its `timeout` is, however steadily it drips.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -598,6 +606,99 @@ async def async_get(
 ) -> Response:
     """The async `get`, for code running on the event loop."""
     return await _async_send("GET", url, None, headers, timeout, max_bytes)
+
+
+class StreamingResponse:
+    """An answer still arriving: status and headers now, the body as it comes.
+
+    Read it once, with `aiter_lines` or `aread`; both stop with ResponseTooLarge once the body
+    passes the call's limit, and with httpx.ReadTimeout once the call's deadline has passed.
+    """
+
+    def __init__(self, response: httpx.Response, deadline: _Deadline, max_bytes: int) -> None:
+        self._response = response
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self._read = 0
+        self.status_code = response.status_code
+        self.headers = response.headers
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._deadline.started
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body's bytes in the pieces the network delivers them, as soon as they arrive."""
+        _check_length(self._response, self._max_bytes)
+        chunks: AsyncIterator[bytes] = self._response.aiter_bytes()
+        async for chunk in chunks:
+            self._read += len(chunk)
+            if self._read > self._max_bytes:
+                raise ResponseTooLarge(f"the response is longer than {self._max_bytes} bytes")
+            yield chunk
+
+    async def aiter_line_batches(self) -> AsyncIterator[list[str]]:
+        """The lines completed by each network read, as soon as it arrives (so a caller can
+        write the lines that came together at once); a last line without an LF comes when the
+        body ends. Lines lose their LF or CRLF; bytes that are not UTF-8 become U+FFFD."""
+        pending = bytearray()
+        async for chunk in self.aiter_bytes():
+            *lines, rest = chunk.split(b"\n")
+            if lines:
+                lines[0] = bytes(pending) + lines[0]
+                pending.clear()
+                yield [_line(line) for line in lines]
+            pending += rest
+        if pending:
+            yield [_line(pending)]
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """Each line as soon as its LF arrives (see `aiter_line_batches`)."""
+        async for batch in self.aiter_line_batches():
+            for line in batch:
+                yield line
+
+    async def aread(self) -> bytes:
+        """The rest of the body, whole."""
+        body = bytearray()
+        async for chunk in self.aiter_bytes():
+            body += chunk
+        return bytes(body)
+
+
+def _line(raw: bytes | bytearray) -> str:
+    return bytes(raw).removesuffix(b"\r").decode("utf-8", errors="replace")
+
+
+@asynccontextmanager
+async def async_stream_post(
+    url: str,
+    *,
+    content: bytes,
+    headers: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> AsyncIterator[StreamingResponse]:
+    """POST `content` to `url` and give the answer as it arrives, for `async with`.
+
+    Entering raises UnsafeURL or httpx.HTTPError (nothing of the body is read yet); reading
+    raises ResponseTooLarge or httpx.HTTPError. `timeout` is one deadline for everything from
+    the connect to the last read; leaving the block closes the connection.
+    """
+    target = _target(url)
+    deadline = _Deadline(timeout)
+    transport = _AsyncTransport(target.host if target.trusted else None, deadline)
+    async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
+        request = client.build_request("POST", url, content=content, headers=_headers(headers))
+        response = await client.send(request, stream=True)
+        try:
+            yield StreamingResponse(response, deadline, max_bytes)
+        finally:
+            await response.aclose()
 
 
 def async_client(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:

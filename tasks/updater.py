@@ -148,29 +148,34 @@ class TaskUpdater:
             self._flushing = asyncio.create_task(self.flush())
 
     async def flush(self) -> None:
-        """Write what is queued; safe to call at any time, and in any number of places."""
+        """Write what is queued; safe to call at any time, and in any number of places.
+        Changes queued while a write is under way are written before it returns."""
         async with self._lock:
-            changes, self.buffer = self.buffer, []
-            if not changes and self.stored:
-                return
-            try:
-                outcome = await sync_to_async(self._write)(changes)
-            except lifecycle.TransitionRefused as exc:
-                # Someone else (a cancel, the recovery job) ended the task first.
-                logger.info("task %s moved on without its runner: %s", self.task_id, exc)
-                self.stopped = True
-                self._settle_from_store()
-                return
-            except Exception as exc:
-                # The turn cannot go on unwritten; waiters get an error now, and recovery
-                # fails the task once its runner has gone quiet.
-                self.stopped = True
-                if not self.settled.done():
-                    self.settled.set_exception(internal_error(exc))
-                return
-            self.stored_state = outcome.state
-            if outcome.state in ENDING_STATES and not self.settled.done():
-                self.settled.set_result(outcome)
+            while self.buffer or not self.stored:
+                changes, self.buffer = self.buffer, []
+                if not await self._write_batch(changes):
+                    return
+
+    async def _write_batch(self, changes: list[Change]) -> bool:
+        try:
+            outcome = await sync_to_async(self._write)(changes)
+        except lifecycle.TransitionRefused as exc:
+            # Someone else (a cancel, the recovery job) ended the task first.
+            logger.info("task %s moved on without its runner: %s", self.task_id, exc)
+            self.stopped = True
+            self._settle_from_store()
+            return False
+        except Exception as exc:
+            # The turn cannot go on unwritten; waiters get an error now, and recovery
+            # fails the task once its runner has gone quiet.
+            self.stopped = True
+            if not self.settled.done():
+                self.settled.set_exception(internal_error(exc))
+            return False
+        self.stored_state = outcome.state
+        if outcome.state in ENDING_STATES and not self.settled.done():
+            self.settled.set_result(outcome)
+        return True
 
     def _write(self, changes: list[Change]) -> Outcome:
         try:

@@ -49,7 +49,27 @@ class Receiver(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.seen.append(f"POST {self.path}")
-        self.echo()
+        routes = {
+            "/lines": self.lines,
+            "/redirect": self.redirect,
+            "/drip": self.drip,
+            "/big": self.big,
+            "/endless": self.endless,
+        }
+        routes.get(self.path, self.echo)()
+
+    go_on = threading.Event()
+
+    def lines(self) -> None:
+        # One line, then nothing until the test has read it; then two more, the last unended.
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("X-User-Agent", self.headers["User-Agent"])
+        self.end_headers()
+        self.wfile.write(b'{"n": 1}\n')
+        self.wfile.flush()
+        self.go_on.wait(timeout=5)
+        self.wfile.write(b'{"n": 2}\r\n{"n": 3}')
 
     def echo(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -409,3 +429,94 @@ def test_https_refuses_a_certificate_for_another_name(
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         http.get(f"https://localhost:{port}/webhook")
     assert Receiver.seen == []
+
+
+# -- async_stream_post -------------------------------------------------------------------------
+
+
+def stream_lines(url: str, **options: float) -> tuple[int, list[str]]:
+    async def run() -> tuple[int, list[str]]:
+        async with http.async_stream_post(url, content=b"hi", headers={}, **options) as response:
+            return response.status_code, [line async for line in response.aiter_lines()]
+
+    return asyncio.run(run())
+
+
+def test_async_stream_post_gives_each_line_as_soon_as_it_arrives(
+    server: str, allow_loopback: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go_on = threading.Event()
+    monkeypatch.setattr(Receiver, "go_on", go_on)
+
+    async def run() -> tuple[http.StreamingResponse, list[str], bool]:
+        headers = {"User-Agent": "spoofed"}
+        async with http.async_stream_post(
+            f"{server}/lines", content=b"hi", headers=headers
+        ) as response:
+            lines = response.aiter_lines()
+            first = await anext(lines)
+            early = not go_on.is_set()  # the server is still waiting for us
+            go_on.set()
+            return response, [first] + [line async for line in lines], early
+
+    try:
+        response, lines, early = asyncio.run(run())
+    finally:
+        go_on.set()
+    assert early
+    assert response.status_code == 200 and response.is_success
+    assert response.headers["Content-Type"] == "application/x-ndjson"
+    assert response.headers["X-User-Agent"] == http.USER_AGENT
+    assert lines == ['{"n": 1}', '{"n": 2}', '{"n": 3}']
+
+
+def test_async_stream_post_refuses_a_private_address_before_connecting(server: str) -> None:
+    with pytest.raises(http.UnsafeURL, match="a loopback address"):
+        stream_lines(f"{server}/lines")
+    with pytest.raises(http.UnsafeURL, match="a private address"):
+        stream_lines("http://10.1.2.3/a2a")
+    assert Receiver.seen == []
+
+
+def test_async_stream_post_refuses_a_rebinding_name_at_connect_time(
+    port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"http://rebind.example.test:{port}/lines"
+    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS], ["127.0.0.1"]))
+    http.check_url(url)
+    with pytest.raises(http.UnsafeURL, match=re.escape("resolves to 127.0.0.1")):
+        stream_lines(url)
+    assert Receiver.seen == []
+
+
+def test_async_stream_post_does_not_follow_redirects(server: str, allow_loopback: None) -> None:
+    assert stream_lines(f"{server}/redirect") == (302, [])
+    assert Receiver.seen == ["POST /redirect"]
+
+
+@pytest.mark.parametrize("path", ["/big", "/endless"])
+def test_async_stream_post_stops_at_the_size_limit(
+    server: str, allow_loopback: None, path: str
+) -> None:
+    with pytest.raises(http.ResponseTooLarge):
+        stream_lines(f"{server}{path}", max_bytes=100_000)
+
+
+def test_async_stream_post_counts_the_limit_over_the_whole_body(
+    server: str, allow_loopback: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Receiver, "go_on", threading.Event())
+    Receiver.go_on.set()
+    # Three short lines, 27 bytes in all: each fits in 20 bytes, the whole answer does not.
+    with pytest.raises(http.ResponseTooLarge, match="longer than 20 bytes"):
+        stream_lines(f"{server}/lines", max_bytes=20)
+
+
+def test_async_stream_posts_deadline_covers_the_whole_stream(
+    server: str, allow_loopback: None
+) -> None:
+    # Each byte comes well within the limit, but the whole answer takes four times as long.
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        stream_lines(f"{server}/drip", timeout=0.5)
+    assert time.monotonic() - started < 1.0

@@ -7,6 +7,10 @@ Connection errors and 5xx answers are retried with backoff. The backend answers 
 object, a single reply message, or NDJSON events (progress, artifact chunks, then the final
 state); the README's "HTTP backends" section is the contract. Anything else fails the task
 with a sentence saying why.
+
+NDJSON is relayed live: the answer is read through `http.async_stream_post`, and each line
+becomes a task update as soon as it arrives. Retries happen only before the answer's body is
+read (a refused connection, a 5xx status), so no event is ever applied twice.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,29 +126,52 @@ class Backend:
     timeout: float = DEFAULT_TIMEOUT
     retries: int = DEFAULT_RETRIES
 
-    async def post(self, body: bytes, timeout: float) -> http.Response:
+    def headers(self, body: bytes) -> dict[str, str]:
         signature = sign_with(self.key, body, uuid.uuid4().hex, self.task_id, issuer())
-        headers = {"Content-Type": "application/json", SIGNATURE_HEADER: signature}
-        return await http.async_post(
-            self.url, content=body, headers=headers, timeout=timeout, max_bytes=MAX_REPLY_BYTES
-        )
+        return {"Content-Type": "application/json", SIGNATURE_HEADER: signature}
 
-    async def call(self, body: bytes) -> http.Response:
-        """The backend's successful answer, after retrying what is worth retrying."""
+    async def post(self, body: bytes, timeout: float) -> http.Response:
+        return await http.async_post(self.url, content=body, headers=self.headers(body),
+                                     timeout=timeout, max_bytes=MAX_REPLY_BYTES)  # fmt: skip
+
+    @asynccontextmanager
+    async def call(self, body: bytes) -> AsyncIterator[http.StreamingResponse]:
+        """The backend's successful answer, still arriving, after retrying what is worth
+        retrying; reading it raises BackendError for a broken, late or oversized body."""
+        async with AsyncExitStack() as stack:
+            response = await self.open(body, stack)
+            if not response.is_success:
+                text = (await read_all(response)).decode("utf-8", errors="replace")
+                raise BackendError(
+                    f"The backend answered HTTP {response.status_code}: {text[:200]}"
+                )
+            try:
+                yield response
+            except (http.ResponseTooLarge, httpx.HTTPError) as exc:
+                raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
+
+    async def open(self, body: bytes, stack: AsyncExitStack) -> http.StreamingResponse:
+        """Retries until an answer below 500 comes; it stays open until `stack` closes. No
+        byte of the body is read here, so nothing is applied before the last retry."""
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 await asyncio.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
-            try:
-                response = await self.post(body, self.timeout)
-            except RETRIED_ERRORS as exc:
-                problem = f"the backend could not be reached ({describe(exc)})"
-                continue
-            except (http.UnsafeURL, http.ResponseTooLarge, httpx.HTTPError) as exc:
-                raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
-            if response.status_code < 500:
-                return checked(response)
-            problem = f"the backend answered HTTP {response.status_code}"
+            async with AsyncExitStack() as this_attempt:
+                try:
+                    response = await this_attempt.enter_async_context(
+                        http.async_stream_post(self.url, content=body, headers=self.headers(body),
+                                               timeout=self.timeout, max_bytes=MAX_REPLY_BYTES)
+                    )  # fmt: skip
+                except RETRIED_ERRORS as exc:
+                    problem = f"the backend could not be reached ({describe(exc)})"
+                    continue
+                except (http.UnsafeURL, httpx.HTTPError) as exc:
+                    raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
+                if response.status_code < 500:
+                    stack.push_async_exit(this_attempt.pop_all())
+                    return response
+                problem = f"the backend answered HTTP {response.status_code}"
         raise BackendError(
             f"The backend call failed after {self.retries + 1} attempt(s): {problem}."
         )
@@ -156,12 +184,11 @@ async def backend_for(context: RequestContext) -> Backend:
                    retries_of(settings))  # fmt: skip
 
 
-def checked(response: http.Response) -> http.Response:
-    if not response.is_success:
-        raise BackendError(
-            f"The backend answered HTTP {response.status_code}: {response.text[:200]}"
-        )
-    return response
+async def read_all(response: http.StreamingResponse) -> bytes:
+    try:
+        return await response.aread()
+    except (http.ResponseTooLarge, httpx.HTTPError) as exc:
+        raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
 
 
 # -- the reply -------------------------------------------------------------------------------
@@ -241,22 +268,36 @@ class Chunks:
         )  # fmt: skip
 
 
-async def stream(updater: TaskUpdater, text: str) -> None:
-    """NDJSON events in order: {"status"}, {"artifact"}, and a final {"state", "message"}."""
+async def stream(updater: TaskUpdater, batches: AsyncIterator[list[str]]) -> None:
+    """NDJSON events in order: {"status"}, {"artifact"}, and a final {"state", "message"}.
+
+    Each batch is the lines one network read completed: they are applied, then written (one
+    flush) before the next read waits on the backend, so every event is stored as soon as it
+    arrives. The rest of the answer is not read after the final state."""
     await updater.start_work()
     chunks = Chunks()
-    for line in filter(None, (line.strip() for line in text.splitlines())):
-        event = parse_object(line)
-        if "artifact" in event:
-            await chunks.add(updater, event["artifact"])
-        elif "status" in event:
-            await updater.update_status(optional_text(event["status"], "status"))
-        elif "state" in event:
-            await finish(updater, event)
-            return
-        else:
-            raise invalid(f"an event with none of status, artifact or state: {line[:100]}")
+    async for batch in batches:
+        for raw in batch:
+            line = raw.strip()
+            if line and await apply(updater, chunks, line):
+                return
+        await updater.flush()
     raise invalid("the stream ended without a final state")
+
+
+async def apply(updater: TaskUpdater, chunks: Chunks, line: str) -> bool:
+    """Apply one NDJSON event; True once it was the final state."""
+    event = parse_object(line)
+    if "artifact" in event:
+        await chunks.add(updater, event["artifact"])
+    elif "status" in event:
+        await updater.update_status(optional_text(event["status"], "status"))
+    elif "state" in event:
+        await finish(updater, event)
+        return True
+    else:
+        raise invalid(f"an event with none of status, artifact or state: {line[:100]}")
+    return False
 
 
 class HttpExecutor(Executor):
@@ -265,12 +306,13 @@ class HttpExecutor(Executor):
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         self.backend = await backend_for(context)
         body = json.dumps(request_body(context)).encode()
-        response = await self.backend.call(body)
-        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if content_type == NDJSON:
-            await stream(updater, response.text)
-        else:
-            await answer(updater, parse_object(response.text))
+        async with self.backend.call(body) as response:
+            content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if content_type == NDJSON:
+                await stream(updater, response.aiter_line_batches())
+            else:
+                text = (await response.aread()).decode("utf-8", errors="replace")
+                await answer(updater, parse_object(text))
 
     async def cancel(self, context: RequestContext, updater: TaskUpdater) -> None:
         """Tell the backend, once and briefly; the turn stops whatever it answers."""

@@ -31,6 +31,7 @@ from tests.protocol.conftest import (
     AsyncCaller,
     Caller,
     artifact_texts,
+    is_terminal,
     secured_agent,
     state_of,
     texts,
@@ -47,6 +48,8 @@ class Answer:
     status: int = 200
     content_type: str = "application/json"
     delay: float = 0.0
+    pause: threading.Event | None = None  # after the first line: wait until the test sets it
+    missing: int = 0  # bytes the Content-Length promises but the backend never sends
 
     def content(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -95,8 +98,13 @@ def handler_for(backend: Backend) -> type[BaseHTTPRequestHandler]:
             try:
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.content_type)
-                self.send_header("Content-Length", str(len(content)))
+                self.send_header("Content-Length", str(len(content) + answer.missing))
                 self.end_headers()
+                if answer.pause is not None:
+                    first, _, content = content.partition(b"\n")
+                    self.wfile.write(first + b"\n")
+                    self.wfile.flush()
+                    answer.pause.wait(timeout=10)
                 self.wfile.write(content)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the hub stopped waiting (a canceled turn)
@@ -223,6 +231,54 @@ def test_an_ndjson_reply_streams_one_artifact_in_chunks_with_progress(
     progress = [t for m in stored["history"] for t in texts(m)]
     assert "Reading the question" in progress and "Half-way" in progress
     assert status_text(stored) == "Written."
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_ndjson_events_are_applied_as_each_line_arrives(
+    async_caller: AsyncCaller, remote: Agent, backend: Backend
+) -> None:
+    go_on = threading.Event()
+    backend.queue(Answer([
+        {"status": "Reading the question"},
+        {"artifact": {"name": "essay", "text": "Once upon a time.", "lastChunk": True}},
+        {"state": "completed", "message": "Written."},
+    ], content_type="application/x-ndjson", pause=go_on))  # fmt: skip
+    try:
+        task = await async_caller.send("remote", V1, configuration={"returnImmediately": True})
+        # The backend has sent its first line only, and waits: the update must be stored now.
+        early = await async_caller.wait_for(
+            "remote", task["id"], lambda t: status_text(t) == "Reading the question", timeout=5
+        )
+        assert status_text(early) == "Reading the question"
+        assert state_of(early) == "working"
+        assert early.get("artifacts", []) == []
+        assert not go_on.is_set()
+    finally:
+        go_on.set()
+
+    done = await async_caller.wait_for("remote", task["id"], is_terminal, timeout=5)
+
+    assert state_of(done) == "completed"
+    assert status_text(done) == "Written."
+    assert artifact_texts(done) == ["Once upon a time."]
+    assert len(backend.received) == 1
+
+
+@both_versions
+def test_a_stream_broken_after_its_first_events_fails_without_a_retry(
+    caller: Caller, remote: Agent, backend: Backend, version: str
+) -> None:
+    backend.queue(Answer([{"status": "Starting"}, {"artifact": {"text": "half"}}],
+                         content_type="application/x-ndjson", missing=100))  # fmt: skip
+
+    task = caller.send("remote", version)
+
+    assert state_of(task) == "failed"
+    assert "The backend call failed" in status_text(task)
+    assert len(backend.received) == 1  # events were applied already: never retried
+    stored = caller.get("remote", version, task["id"])
+    assert artifact_texts(stored) == ["half"]  # what arrived before the break stays
 
 
 # -- the request -----------------------------------------------------------------------------
