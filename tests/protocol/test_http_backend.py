@@ -31,6 +31,7 @@ from tests.protocol.conftest import (
     AsyncCaller,
     Caller,
     artifact_texts,
+    envelope,
     is_terminal,
     secured_agent,
     state_of,
@@ -440,3 +441,35 @@ async def until(condition: Callable[[], bool], timeout: float = 3.0) -> None:
     while not condition() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert condition()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@both_versions
+async def test_a_backends_ndjson_reaches_a_streaming_client_as_events(
+    async_caller: AsyncCaller, remote: Agent, backend: Backend, version: str
+) -> None:
+    backend.queue(Answer([
+        {"status": "Reading the question"},
+        {"artifact": {"name": "essay", "text": "Once "}},
+        {"artifact": {"text": "upon a time.", "lastChunk": True}},
+        {"state": "completed", "message": "Written."},
+    ], content_type="application/x-ndjson"))  # fmt: skip
+    body = envelope(version, "send", text="write")
+    body["method"] = "SendStreamingMessage" if version == V1 else "message/stream"
+    headers = {"X-API-Key": async_caller.key or ""} | ({"A2A-Version": V1} if version == V1 else {})
+
+    response = await async_caller.client.post(
+        "/agents/remote/jsonrpc/", data=json.dumps(body), content_type="application/json",
+        headers=headers,
+    )  # fmt: skip
+    text = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    results = [json.loads(line[6:])["result"] for line in text.splitlines()
+               if line.startswith("data: ")]  # fmt: skip
+
+    updates = [r.get("artifactUpdate", r) for r in results if "artifact" in r.get(
+        "artifactUpdate", r)]  # fmt: skip
+    assert [p["text"] for u in updates for p in u["artifact"]["parts"]] == ["Once ", "upon a time."]
+    assert [u.get("append", False) for u in updates] == [False, True]
+    last = results[-1].get("statusUpdate", results[-1])
+    assert last["status"]["state"] in ("completed", "TASK_STATE_COMPLETED")
