@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import connections
 from django.utils import timezone
 
 from agents.errors import A2AError
@@ -217,17 +217,25 @@ def maintenance_loop() -> None:
     while True:
         time.sleep(settings.TASK_HEARTBEAT_SECONDS)
         try:
-            close_old_connections()
             beat()
             if time.monotonic() - last_recovery >= settings.TASK_HEARTBEAT_SECONDS:
                 recover_stale()
                 sweep_push_queues()
                 last_recovery = time.monotonic()
         except Exception:
+            # This thread must outlive any failure (a database restart, say), or heartbeats
+            # and recovery stop for the life of the process.
             logger.exception("task maintenance failed")
         finally:
-            # Give the connection back between beats rather than hold it while asleep.
-            close_old_connections()
+            release_connections()
+
+
+def release_connections() -> None:
+    """Give the connection back between beats rather than hold it while asleep."""
+    try:
+        connections.close_all()
+    except Exception:
+        logger.exception("could not close the maintenance thread's connections")
 
 
 def sweep_push_queues() -> None:
