@@ -74,14 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=180.0,
         help="most seconds to wait for a phase's deliveries",
     )
-    p.add_argument(
-        "--no-pin",
-        action="store_true",
-        help="do not pin (servers+PostgreSQL+Redis on core 0, this client on core 1)",
-    )
-    p.add_argument("--port", type=int, default=8230, help="first of the ports the bench uses")
-    p.add_argument("--markdown", type=Path, help="also write the tables to this file")
-    p.add_argument("--keep-logs", action="store_true", help="keep the servers' logs folder")
+    hub.add_run_arguments(p, first_port=8230)
     args = p.parse_args(argv)
     args.tasks = max(1, min(args.tasks, 5000))
     args.paced = max(0, min(args.paced, 1000))

@@ -62,6 +62,18 @@ def add_service_arguments(p: argparse.ArgumentParser, redis_db: int) -> None:
     )
 
 
+def add_run_arguments(p: argparse.ArgumentParser, first_port: int) -> None:
+    """Pinning, ports, the results file and the logs: the same for every bench command."""
+    p.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin (servers+PostgreSQL+Redis on core 0, clients on core 1)",
+    )
+    p.add_argument("--port", type=int, default=first_port, help="first of the ports the bench uses")
+    p.add_argument("--markdown", type=Path, help="also write the results tables to this file")
+    p.add_argument("--keep-logs", action="store_true", help="keep the servers' logs folder")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_service_arguments(p, redis_db=7)
@@ -74,15 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="which servers to measure, in this order",
     )
     p.add_argument("--modes", default="inline,worker", help="hub execution modes to measure")
-    p.add_argument(
-        "--no-pin",
-        action="store_true",
-        help="do not pin (server+PostgreSQL+Redis on core 0, generator on core 1)",
-    )
-    p.add_argument("--port", type=int, default=8150, help="first of the ports the bench uses")
-    p.add_argument("--markdown", type=Path, help="also write the results table to this file")
+    add_run_arguments(p, first_port=8150)
     p.add_argument("--json-out", type=Path, help="keep a2a_load's raw JSON lines here")
-    p.add_argument("--keep-logs", action="store_true", help="keep the servers' logs folder")
     args = p.parse_args(argv)
     args.levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     args.server_list = [s.strip() for s in args.servers.split(",") if s.strip()]

@@ -111,14 +111,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--skip-latency", action="store_true", help="only the 1,000-stream part")
     p.add_argument("--skip-hold", action="store_true", help="only the latency part")
-    p.add_argument(
-        "--no-pin",
-        action="store_true",
-        help="do not pin (servers+PostgreSQL+Redis on core 0, clients on core 1)",
-    )
-    p.add_argument("--port", type=int, default=8170, help="first of the ports the bench uses")
-    p.add_argument("--markdown", type=Path, help="also write the tables to this file")
-    p.add_argument("--keep-logs", action="store_true", help="keep the servers' logs folder")
+    hub.add_run_arguments(p, first_port=8170)
     args = p.parse_args(argv)
     args.levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     args.streams = max(1, min(args.streams, 5000))

@@ -6,7 +6,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -45,3 +49,19 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in removed}
     env |= {"DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"}
     return env
+
+
+@contextmanager
+def serving(server: ThreadingHTTPServer) -> Iterator[ThreadingHTTPServer]:
+    """Serve on a background thread until the block ends (tests' webhooks, backends, cards)."""
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -24,6 +24,7 @@ from cryptography.x509.oid import NameOID
 from pytest_django.fixtures import Settings
 
 from a2ahub import http
+from tests.helpers import serving
 
 PUBLIC_ADDRESS = "93.184.215.14"
 
@@ -125,13 +126,8 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Receiver)) as httpd:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
 
 
 @pytest.fixture
@@ -398,15 +394,11 @@ def tls_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple
 
     context.sni_callback = remember_name
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    httpd.daemon_threads = True
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     client_context = ssl.create_default_context(cafile=str(cert_file))
-    with pytest.MonkeyPatch.context() as patch:
+    with serving(httpd), pytest.MonkeyPatch.context() as patch:
         patch.setattr(http, "_ssl_context", lambda: client_context)
         yield httpd.server_address[1], server_names
-    httpd.shutdown()
-    httpd.server_close()
 
 
 @pytest.mark.parametrize("tls_server", ["localhost"], indirect=True)

@@ -13,7 +13,6 @@ Personas and their rights:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +23,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent
+from tests.helpers import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -132,12 +132,8 @@ def remote(settings: Any) -> Iterator[Remote]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     served = Remote(server)
     server.RequestHandlerClass = handler_for(served)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    yield served
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(server):
+        yield served
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from jwcrypto import jwk, jwt
 from agents.forms import AgentForm
 from agents.models import Agent
 from tasks import runner
+from tests.helpers import serving
 from tests.protocol.conftest import (
     V03,
     V1,
@@ -122,12 +123,8 @@ def backend(settings: Any) -> Iterator[Backend]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     backend = Backend(server)
     server.RequestHandlerClass = handler_for(backend)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    yield backend
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(server):
+        yield backend
 
 
 @pytest.fixture
