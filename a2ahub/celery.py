@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -20,3 +20,10 @@ def start_task_maintenance(**_: object) -> None:
     from tasks.runner import ensure_maintenance
 
     ensure_maintenance()
+
+
+@worker_init.connect
+def let_jobs_block_their_loops(**_: object) -> None:
+    from a2ahub.worker import allow_blocking_jobs
+
+    allow_blocking_jobs()

@@ -195,6 +195,9 @@ def database_config(url: str) -> dict[str, object]:
 
 
 DATABASES = {"default": database_config(DATABASE_URL)}
+# Prepared statements for the writes made from the event loop (a2ahub/asyncdb.py); turn off
+# behind a pooler that cannot keep them, such as PgBouncer in transaction mode.
+DATABASE_PREPARE_THRESHOLD: int | None = 1 if env_bool("DATABASE_PREPARE", True) else None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CHANNEL_LAYERS: dict[str, dict[str, object]]

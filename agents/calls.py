@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents.models import Agent
@@ -13,7 +14,13 @@ class Call:
     agent: Agent
     principal: Principal
     version: str  # "1.0" or "0.3"
-    base_url: str
+    # The hub's public URL, worked out only for the methods that need it (reading the host
+    # from a request costs more than most of a fast send).
+    base_url_of: Callable[[], str]
     extensions: frozenset[str] = field(default_factory=frozenset)
     # From the Last-Event-ID header: a re-attaching stream client's last seen event.
     last_event_id: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.base_url_of()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -268,7 +269,7 @@ async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpRespon
         await sync_to_async(check_limits)(agent, principal, len(body), method_name)
     ex.stream_errors = method.streaming and ex.version == V03
     extensions = check_extensions(request, agent, method_name)
-    call = Call(agent, principal, ex.version, public_base_url(request), extensions,
+    call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
                 last_event_id(request))  # fmt: skip
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")

@@ -1,4 +1,4 @@
-"""Finding the agent a request names, with a short per-process cache.
+"""Finding the agent a request (or a worker job) names, with a short per-process cache.
 
 Every A2A request needs its agent; reading it (and its skills) from the database each time
 cost two queries on the hottest path. Saves and deletes here clear the entry at once; other
@@ -18,6 +18,7 @@ from django.dispatch import receiver
 from agents.models import Agent, Skill
 
 _cache: dict[str, tuple[float, Agent | None]] = {}
+_by_id: dict[int, tuple[float, Agent | None]] = {}  # for worker jobs, which know only the id
 _lock = threading.Lock()
 
 
@@ -35,6 +36,21 @@ def find_agent(slug: str) -> Agent | None:
     return agent
 
 
+def agent_by_id(pk: int) -> Agent | None:
+    """The agent with this id (skills loaded), enabled or not: the runner of a task already
+    accepted needs its agent whatever happened to it since."""
+    now = time.monotonic()
+    with _lock:
+        hit = _by_id.get(pk)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    agent = Agent.objects.filter(pk=pk).prefetch_related("skills").first()
+    if settings.AGENT_CACHE_SECONDS > 0:
+        with _lock:
+            _by_id[pk] = (now + settings.AGENT_CACHE_SECONDS, agent)
+    return agent
+
+
 def cached_agent(slug: str) -> Agent | bool | None:
     """The cached answer without touching the database; False when there is none."""
     hit = _cache.get(slug)
@@ -46,6 +62,7 @@ def cached_agent(slug: str) -> Agent | bool | None:
 def forget_agents() -> None:
     with _lock:
         _cache.clear()
+        _by_id.clear()
 
 
 @receiver(post_save, sender=Agent)

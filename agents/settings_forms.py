@@ -3,7 +3,7 @@
 Each form starts from an agent's `executor_settings` (`from_settings`), and turns its cleaned
 data back into that dict (`settings`); the rules are the ones agents.forms applies to the raw
 dict (the same validators and the executors' own limits), so both ways judge alike. Kinds
-without settings (echo, conformance) have no form: `settings_form_for` answers None.
+without settings (conformance) have no form: `settings_form_for` answers None.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape
 
-from agents.executors import http, interview, remote, slow
+from agents.executors import echo, http, interview, remote, slow
 from agents.forms import (
     validate_executor_settings,
     validate_http_settings,
@@ -172,6 +172,20 @@ class PythonSettingsForm(ExecutorSettingsForm):
         return {"functions": mapping}
 
 
+class EchoSettingsForm(ExecutorSettingsForm):
+    kind = "echo"
+    keys = ("chunks",)
+
+    chunks = forms.IntegerField(
+        label="Chunks", min_value=1, max_value=echo.MAX_CHUNKS, required=False,
+        help_text="How many pieces the echoed artifact is streamed in (blank: one).",
+    )  # fmt: skip
+
+    def to_settings(self) -> dict[str, Any]:
+        chunks = self.cleaned_data.get("chunks")
+        return {"chunks": chunks} if chunks else {}
+
+
 class WriterSettingsForm(ExecutorSettingsForm):
     kind = "writer"
     keys = ("delay",)
@@ -229,8 +243,8 @@ class OrchestratorSettingsForm(ExecutorSettingsForm):
 SETTINGS_FORMS: dict[str, type[ExecutorSettingsForm]] = {
     form.kind: form
     for form in (
-        HttpSettingsForm, RemoteSettingsForm, PythonSettingsForm, WriterSettingsForm,
-        SlowSettingsForm, InterviewSettingsForm, OrchestratorSettingsForm,
+        EchoSettingsForm, HttpSettingsForm, RemoteSettingsForm, PythonSettingsForm,
+        WriterSettingsForm, SlowSettingsForm, InterviewSettingsForm, OrchestratorSettingsForm,
     )
 }  # fmt: skip
 

@@ -31,31 +31,54 @@ def frame(request_id: Any, sequence: int | None, body: dict[str, Any]) -> bytes:
 async def frames(
     items: AsyncIterator[StreamItem], request_id: Any, version: str
 ) -> AsyncIterator[bytes]:
-    pending: asyncio.Future[StreamItem] | None = None
+    # One task reads the stream's items into a queue, so that waiting for the next one with a
+    # heartbeat timeout costs something only when the queue is empty; events that come in a
+    # burst (a fast agent's whole turn) go out without a task and a timer each.
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    reader = asyncio.ensure_future(read_into(items, queue))
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(items))
-            done, _ = await asyncio.wait({pending}, timeout=settings.SSE_HEARTBEAT_SECONDS)
-            if not done:
-                yield b": keep-alive\n\n"
-                continue
-            try:
-                sequence, event = pending.result()
-            except StopAsyncIteration:
+            if queue.empty():
+                try:
+                    item = await asyncio.wait_for(queue.get(), settings.SSE_HEARTBEAT_SECONDS)
+                except TimeoutError:
+                    yield b": keep-alive\n\n"
+                    continue
+            else:
+                item = queue.get_nowait()
+            if item is END:
                 return
-            finally:
-                pending = None
+            if isinstance(item, BaseException):
+                raise item
+            sequence, event = item
             yield frame(request_id, sequence, {"result": stream_event_json(event, version)})
     except A2AError as exc:
         yield frame(request_id, None, {"error": error_object(exc, version)})
     except Exception as exc:
         yield frame(request_id, None, {"error": error_object(internal_error(exc), version)})
     finally:
-        if pending is not None:
-            pending.cancel()
+        # Stopping the reader closes the items' generator where it waits, which releases
+        # what the stream held (its subscription, say).
+        reader.cancel()
+        with contextlib.suppress(BaseException):
+            await reader
         with contextlib.suppress(Exception):
             await items.aclose()  # type: ignore[attr-defined]
+
+
+END = object()
+
+
+async def read_into(items: AsyncIterator[StreamItem], queue: asyncio.Queue[Any]) -> None:
+    try:
+        async for item in items:
+            queue.put_nowait(item)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        queue.put_nowait(exc)
+    else:
+        queue.put_nowait(END)
 
 
 def sse_response(

@@ -196,16 +196,24 @@ def instrument_steps() -> None:
     original_run_task = jobs.run_task.run
     jobs.run_task.run = timed("worker: run_task job (whole, CPU of its thread)", original_run_task)
 
-    def in_worker(task_id: str, token: str) -> None:
+    def in_worker(*args: str) -> None:
         IN_WORKER.set(True)
-        jobs.run_task.run(task_id, token)
+        jobs.run_task.run(*args)
 
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bench-worker")
+    # Jobs run as in a Celery worker process: each on its thread's own loop, writes blocking it.
+    from a2ahub.worker import allow_blocking_jobs
 
-    def enqueue_here(task_id: str, token: str) -> None:
-        pool.submit(contextvars.copy_context().run, in_worker, task_id, token)
+    allow_blocking_jobs()
+
+    def enqueue_here(*args: str) -> None:
+        pool.submit(contextvars.copy_context().run, in_worker, *args)
+
+    async def enqueue_here_async(*args: str) -> None:
+        enqueue_here(*args)
 
     jobs.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here)
+    jobs.enqueue_run_async = enqueue_here_async
 
 
 # -- driving the ASGI application ---------------------------------------------------------------

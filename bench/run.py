@@ -291,7 +291,7 @@ def start_celery(bench: Bench, env: dict[str, str]) -> int:
 def hub_web_command(server: str, port: int) -> list[str]:
     if server == "hub-daphne":
         # -v 0: no access log line per request (runhub's daphne keeps daphne's default, -v 1).
-        return [python(), "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port),
+        return [python(), "-m", "a2ahub.daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port),
                 "a2ahub.asgi:application"]  # fmt: skip
     return [python(), "-m", "uvicorn", "a2ahub.asgi:application", *uvicorn_flags(port),
             "--lifespan", "off"]  # fmt: skip

@@ -5,8 +5,9 @@ It starts the hub in distributed mode (PostgreSQL, Redis, one Celery worker, dap
 SDK's in-memory echo server with bench/run.py's machinery, then
 
 1. drives A2A 0.3 `message/stream` with ../shared/bench/a2a_load.py (`--method stream`) at
-   c=1 and c=16 against the SDK's `/stream5/` and the hub's `bench-writer` agent (executor
-   `writer`, `{"delay": 0}`), and prints time to first and final event (p50/p99) and ratios;
+   c=1 and c=16 against the SDK's `/stream5/` and the hub's `bench-echo5` agent (executor
+   `echo`, `{"chunks": 5}`: the same five chunks, inline), and prints time to first and final
+   event (p50/p99) and ratios;
 2. queues 1,000 long tasks on a `bench-hold` agent (executor `slow`, worker mode, 600 s),
    opens one `tasks/resubscribe` SSE stream to each against the one daphne process, checks
    that every stream got its first event, reads the process's RSS from /proc before and after,
@@ -42,12 +43,12 @@ import run as hub
 
 TARGET_CONCURRENCY = 16
 HOLD_AGENT = "bench-hold"
-WRITER_AGENT = "bench-writer"
+STREAM_AGENT = "bench-echo5"
 
 AGENTS = f"""
 from agents.models import Agent, Skill
 for slug, kind, mode, settings in (
-    ("{WRITER_AGENT}", "writer", "inline", {{"delay": 0}}),
+    ("{STREAM_AGENT}", "echo", "inline", {{"chunks": 5}}),
     ("{HOLD_AGENT}", "slow", "worker", {{"seconds": 600, "step": 5}}),
 ):
     agent, _ = Agent.objects.update_or_create(slug=slug, defaults=dict(
@@ -177,8 +178,8 @@ def latency_runs(
 ) -> list:
     rows = []
     targets = [("sdk-memory /stream5/", f"http://127.0.0.1:{sdk_port}/stream5/", "sdk"),
-               (f"hub-daphne {WRITER_AGENT}",
-                f"http://127.0.0.1:{hub_port}/agents/{WRITER_AGENT}/jsonrpc/", "hub")]  # fmt: skip
+               (f"hub-daphne {STREAM_AGENT}",
+                f"http://127.0.0.1:{hub_port}/agents/{STREAM_AGENT}/jsonrpc/", "hub")]  # fmt: skip
     for label, url, kind in targets:
         for c in bench.args.levels:
             print(f"  {label} c={c}")
@@ -188,12 +189,12 @@ def latency_runs(
     return rows
 
 
-def profile_writer(bench: hub.Bench, port: int, web_pid: int, celery_pid: int) -> None:
+def profile_stream(bench: hub.Bench, port: int, web_pid: int, celery_pid: int) -> None:
     import profile_hub  # bench/profile_hub.py: py-spy record and summary
 
     raw = bench.logs / "hub-daphne.raw"
     spy = profile_hub.record(web_pid, bench.args.duration + bench.args.warmup + 1, 250, raw, True)
-    url = f"http://127.0.0.1:{port}/agents/{WRITER_AGENT}/jsonrpc/"
+    url = f"http://127.0.0.1:{port}/agents/{STREAM_AGENT}/jsonrpc/"
     row = run_stream_load(bench, "profiled hub-daphne", url, TARGET_CONCURRENCY, [web_pid])
     spy.wait(timeout=60)
     cpu_ms = row.get("server_ms")
@@ -430,7 +431,7 @@ def run_all(bench: hub.Bench) -> tuple[list[dict], dict[str, Any] | None]:
         bench.stop("sdk-memory")
     if args.profile:
         print("\n== profile: hub-daphne c=16 under py-spy --gil")
-        profile_writer(bench, ports[1], web_pid, celery_pid)
+        profile_stream(bench, ports[1], web_pid, celery_pid)
     if not args.skip_hold:
         print(f"\n== {args.streams} open streams on one daphne process (pid {web_pid})")
         hold = asyncio.run(hold_streams(bench, ports[1], web_pid))
@@ -547,8 +548,8 @@ def report(bench: hub.Bench, rows: list[dict], hold: dict[str, Any] | None) -> s
     parts = [f"Run: {environment(bench)}"]
     if rows:
         parts += ["Five-chunk stream, A2A 0.3 `message/stream` (SDK `/stream5/`: task, 5 "
-                  "artifact chunks, completed = 7 events; hub `writer` with delay 0: task, "
-                  "working, 6 x (artifact chunk + progress status), completed = 15 events):",
+                  "artifact chunks, completed = 7 events; hub `echo` with 5 chunks: task, "
+                  "working, 5 artifact chunks, completed = 8 events, each stored):",
                   latency_table(rows), latency_verdict(rows)]  # fmt: skip
     if hold:
         parts += [f"{hold['streams']} open `tasks/resubscribe` streams on one daphne process:",

@@ -9,6 +9,7 @@ HTTP request to itself (which the outbound guard refuses and a one-process hub c
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -39,7 +40,7 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
                           "parts": [{"text": text}]}}  # fmt: skip
     try:
         extensions = check_extensions(request, agent, METHOD)
-        call = Call(agent, user_principal(user), V1, public_base_url(request), extensions)
+        call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions)
         result = await resolve(method.handler)(call, parse_params(method, params, V1))
     except A2AError as exc:
         return {"ok": False, "error": error_object(exc, V1)}

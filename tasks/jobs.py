@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
 from celery import shared_task
 from django.db import close_old_connections
 
-from a2ahub.worker import submit
+from a2ahub.worker import submit, submit_async
 from tasks import runner
 
 
 @shared_task(name="tasks.run_task", ignore_result=True)
-def run_task(task_id: str, token: str) -> None:
-    """Run the executor's turn of a stored task; `token` lets only one worker claim it."""
+def run_task(task_id: str, token: str, reply_to: str = "") -> None:
+    """Run the executor's turn of a stored task; `token` lets only one worker claim it, and
+    `reply_to` names the web process waiting for the turn's end (if one is)."""
     close_old_connections()
     try:
-        # async_to_sync, not asyncio.run: the ORM calls of this turn then stay on this worker
-        # thread, instead of queueing behind every other thread's on one shared thread.
-        async_to_sync(runner.run_stored)(task_id, token)
+        runner.run_job(task_id, token, reply_to)
     finally:
         close_old_connections()
 
@@ -27,6 +25,10 @@ def recover_stale_tasks() -> int:
     return runner.recover_stale()
 
 
-def enqueue_run(task_id: str, token: str) -> None:
+def enqueue_run(task_id: str, token: str, reply_to: str = "") -> None:
     """Queue a turn: on Celery workers when distributed, on this process's own pool if not."""
-    submit(run_task, task_id, token)
+    submit(run_task, task_id, token, *([reply_to] if reply_to else []))
+
+
+async def enqueue_run_async(task_id: str, token: str, reply_to: str = "") -> None:
+    await submit_async(run_task, task_id, token, *([reply_to] if reply_to else []))

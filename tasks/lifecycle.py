@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from a2ahub import asyncdb
 from tasks import events, sql
 from tasks.models import (
     OPEN_STATES,
@@ -29,7 +30,14 @@ from tasks.models import (
     TaskEvent,
     TaskState,
 )
-from tasks.wire import ENDING_STATES, PB_TO_ROLE, STATE_TO_PB, task_to_pb, to_json
+from tasks.wire import (
+    ENDING_STATES,
+    PB_TO_ROLE,
+    STATE_TO_PB,
+    message_to_pb,
+    task_to_pb,
+    to_json,
+)
 
 S = TaskState
 # For each target state, the states a task may be in to move there.
@@ -195,7 +203,10 @@ class Writer:
         Message.objects.bulk_create(self.messages)
         Artifact.objects.bulk_create(self.artifacts)
         for row in self.updated_artifacts:
-            row.save(update_fields=["parts", "name", "updated_at"])
+            # By its natural key: a row inserted by a one-statement write has no id here.
+            Artifact.objects.filter(task_id=row.task_id, artifact_id=row.artifact_id).update(
+                parts=row.parts, name=row.name, updated_at=row.updated_at
+            )
         TaskEvent.objects.bulk_create(self.events)
         if self.task.push_enabled:
             # In the same transaction as the events: a delivery is never lost to a crash.
@@ -236,6 +247,37 @@ def stamp(message: pb.Message, task: Task, role: int) -> pb.Message:
 def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -> Outcome:
     """Store a new task with its first message and, in the same transaction, any changes the
     executor already made (a fast agent's whole life is one transaction)."""
+    task, writer, end = plan_open(spec, changes, runner)
+    if spec.push_config is None and sql.can_insert_in_one_statement():
+        sql.insert_all(new_rows(task, writer))
+        after_commit(writer)
+    else:
+        with transaction.atomic():
+            task.save(force_insert=True)
+            if spec.push_config is not None:
+                from push.configs import create_config
+
+                create_config(task, spec.push_config)
+            writer.save_rows()
+            after_commit(writer)
+    return opened(task, writer, end)
+
+
+async def open_task_async(
+    spec: NewTask, changes: Sequence[Change] = (), runner: str = ""
+) -> Outcome:
+    """`open_task` in one statement from the event loop (PostgreSQL, no webhook given)."""
+    assert spec.push_config is None
+    task, writer, end = plan_open(spec, changes, runner)
+    statement, params = sql.insert_all_statement(new_rows(task, writer))
+    await asyncdb.execute(statement, params)
+    await events.publish_async(str(task.id), [(e.sequence, e.payload) for e in writer.events])
+    return opened(task, writer, end)
+
+
+def plan_open(
+    spec: NewTask, changes: Sequence[Change], runner: str
+) -> tuple[Task, Writer, TaskState]:
     now = timezone.now()
     end = final_state(S.SUBMITTED, changes)
     task = Task(
@@ -248,31 +290,61 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
     writer = Writer(task, 0, now)
     first = writer.add_message(stamp(spec.message, task, pb.ROLE_USER), 0)
     writer.add_event("task", {"task": to_json(task_to_pb(task, [first]))})
+    # A new task's artifacts are all new rows: none is updated in place.
     apply_changes(writer, changes, {}, 1)
     task.last_sequence = writer.sequence
-    if (
-        spec.push_config is None
-        and sql.can_insert_in_one_statement()
-        and not writer.updated_artifacts
-    ):
-        sql.insert_all([[task], writer.messages, writer.artifacts, writer.events])
-        after_commit(writer)
-    else:
-        with transaction.atomic():
-            task.save(force_insert=True)
-            if spec.push_config is not None:
-                from push.configs import create_config
+    return task, writer, end
 
-                create_config(task, spec.push_config)
-            writer.save_rows()
-            after_commit(writer)
+
+def new_rows(task: Task, writer: Writer) -> list[Sequence[Any]]:
+    return [[task], writer.messages, writer.artifacts, writer.events]
+
+
+def opened(task: Task, writer: Writer, end: TaskState) -> Outcome:
     snapshot = None
     if end in ENDING_STATES:
         snapshot = task_to_pb(task, writer.messages, writer.artifacts)
     known = Known(
-        task.context_id, len(writer.messages), {a.artifact_id: a for a in writer.artifacts}
-    )
+        task.context_id, len(writer.messages), {a.artifact_id: a for a in writer.artifacts},
+        push_enabled=task.push_enabled, metadata=task.metadata,
+        history=[message_to_pb(m) for m in writer.messages],
+    )  # fmt: skip
     return Outcome(end, writer.sequence, snapshot, known)
+
+
+async def record_async(
+    task_id: uuid.UUID, expected: TaskState, changes: Sequence[Change], known: Known
+) -> Outcome | None:
+    """`record` in one statement from the event loop; None when the change needs `record`
+    itself: webhooks, an artifact changed in place, not enough known of the task, or a task
+    that moved on (which `record` then finds out and refuses)."""
+    if known.push_enabled is not False or known.artifacts is None:
+        return None
+    if {c.artifact.artifact_id for c in changes if isinstance(c, ArtifactChange)} & set(
+        known.artifacts
+    ):
+        return None
+    end = final_state(expected, changes)
+    now = timezone.now()
+    shell = Task(id=task_id, context_id=known.context_id, state=expected)
+    writer = Writer(shell, 0, now)
+    artifacts = dict(known.artifacts)
+    apply_changes(writer, changes, artifacts, known.position)
+    rows = sql.RecordRows(writer.messages, writer.artifacts, writer.events)
+    status = status_of(shell, changes)
+    found = await asyncdb.execute(
+        *sql.record_statement(task_id, expected, end, now, status, rows), fetch=True
+    )
+    if not found:
+        return None
+    number_events(writer, int(found[0][0]))
+    known.artifacts = artifacts
+    known.position += len(writer.messages)
+    if known.history is not None:
+        known.history.extend(message_to_pb(m) for m in writer.messages)
+    await events.publish_async(str(task_id), [(e.sequence, e.payload) for e in writer.events])
+    snapshot = snapshot_of(writer.task, known) if end in ENDING_STATES else None
+    return Outcome(end, writer.sequence, snapshot)
 
 
 def apply_changes(
@@ -293,19 +365,82 @@ class Known:
     context_id: str
     position: int  # how many messages the task has
     artifacts: dict[str, Artifact] | None = None  # None: not known, read them when needed
+    push_enabled: bool | None = None  # None: not known
+    # With these too, the write that ends a turn returns the whole task (`Outcome.snapshot`).
+    metadata: dict[str, Any] | None = None
+    history: list[pb.Message] | None = None  # every message of the task, in order
 
 
 def record(
     task_id: uuid.UUID, expected: TaskState, changes: Sequence[Change], known: Known | None = None
 ) -> Outcome:
     """Apply an executor's changes to a stored task that is still in the `expected` state:
-    one conditional UPDATE (returning the new event count) and the new rows."""
+    one conditional UPDATE (returning the new event count) and the new rows. On PostgreSQL,
+    for a task without webhooks whose artifacts are only added to, that is one statement."""
     end = final_state(expected, changes)
     now = timezone.now()
+    written = None
+    if known is not None and fits_one_statement(task_id, known, changes):
+        written = record_in_one_statement(task_id, expected, end, changes, known, now)
+    writer, known = written or record_in_transaction(task_id, expected, end, changes, known, now)
+    known.position += len(writer.messages)
+    if known.history is not None:
+        known.history.extend(message_to_pb(m) for m in writer.messages)
+    snapshot = snapshot_of(writer.task, known) if end in ENDING_STATES else None
+    return Outcome(end, writer.sequence, snapshot)
+
+
+def fits_one_statement(task_id: uuid.UUID, known: Known, changes: Sequence[Change]) -> bool:
+    if known.push_enabled or not sql.can_insert_in_one_statement():
+        return False
+    changed = {c.artifact.artifact_id for c in changes if isinstance(c, ArtifactChange)}
+    if changed and known.artifacts is None:
+        known.artifacts = read_artifacts(task_id)  # only its runner writes them: no race
+    # An artifact changed in place is an UPDATE of its row: the transaction does that.
+    return not changed & set(known.artifacts or ())
+
+
+def record_in_one_statement(
+    task_id: uuid.UUID,
+    expected: TaskState,
+    end: TaskState,
+    changes: Sequence[Change],
+    known: Known,
+    now: datetime,
+) -> tuple[Writer, Known] | None:
+    """None when the task got a webhook meanwhile: its events need deliveries, in the same
+    transaction."""
+    shell = Task(id=task_id, context_id=known.context_id, state=expected)
+    writer = Writer(shell, 0, now)
+    artifacts = dict(known.artifacts or {})  # known changes only once the write is done
+    apply_changes(writer, changes, artifacts, known.position)
+    rows = sql.RecordRows(writer.messages, writer.artifacts, writer.events)
+    status = status_of(shell, changes)
+    row = sql.fetch_one(*sql.record_statement(task_id, expected, end, now, status, rows))
+    if row is None:
+        current = Task.objects.filter(id=task_id).values_list("state", "push_enabled").first()
+        if current is not None and current == (expected, True):
+            known.push_enabled = True
+            return None
+        raise TransitionRefused(current[0] if current else None, end)
+    number_events(writer, int(row[0]))
+    known.artifacts = artifacts
+    after_commit(writer)
+    return writer, known
+
+
+def record_in_transaction(
+    task_id: uuid.UUID,
+    expected: TaskState,
+    end: TaskState,
+    changes: Sequence[Change],
+    known: Known | None,
+    now: datetime,
+) -> tuple[Writer, Known]:
     with transaction.atomic():
         known = known or read_known(task_id)
         if known.artifacts is None and any(isinstance(c, ArtifactChange) for c in changes):
-            known.artifacts = {a.artifact_id: a for a in Artifact.objects.filter(task_id=task_id)}
+            known.artifacts = read_artifacts(task_id)
         shell = Task(id=task_id, context_id=known.context_id, state=expected)
         writer = Writer(shell, 0, now)
         artifacts = known.artifacts if known.artifacts is not None else {}
@@ -317,13 +452,31 @@ def record(
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, end)
         last_sequence, shell.push_enabled = returned
-        for offset, event in enumerate(writer.events, start=last_sequence - len(writer.events) + 1):
-            event.sequence = offset
-        writer.sequence = last_sequence
+        known.push_enabled = shell.push_enabled
+        number_events(writer, last_sequence)
         writer.save_rows()
         after_commit(writer)
-    known.position += len(writer.messages)
-    return Outcome(end, writer.sequence)
+    return writer, known
+
+
+def number_events(writer: Writer, last_sequence: int) -> None:
+    """The batch's events take the numbers up to the task's new `last_sequence`."""
+    for offset, event in enumerate(writer.events, start=last_sequence - len(writer.events) + 1):
+        event.sequence = offset
+    writer.sequence = last_sequence
+
+
+def snapshot_of(task: Task, known: Known) -> pb.Task | None:
+    if known.history is None or known.artifacts is None or known.metadata is None:
+        return None
+    task.metadata = known.metadata
+    snapshot = task_to_pb(task, (), known.artifacts.values())
+    snapshot.history.extend(known.history)
+    return snapshot
+
+
+def read_artifacts(task_id: uuid.UUID) -> dict[str, Artifact]:
+    return {a.artifact_id: a for a in Artifact.objects.filter(task_id=task_id)}
 
 
 def read_known(task_id: uuid.UUID) -> Known:

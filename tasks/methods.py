@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
+from a2ahub import asyncdb
 from agents.calls import Call
 from agents.errors import (
     ContentTypeNotSupportedError,
@@ -41,7 +42,13 @@ from tasks.models import (
     Task,
     TaskState,
 )
-from tasks.wire import PB_TO_STATE, event_ends_stream, message_to_pb, task_to_pb
+from tasks.wire import (
+    ENDING_STATES,
+    PB_TO_STATE,
+    event_ends_stream,
+    message_to_pb,
+    task_to_pb,
+)
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
@@ -336,41 +343,91 @@ async def run_turn(
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 
 
+# A worker turn's end is heard from its job's reply. Past this much waiting the send also
+# watches the task's events: a turn may end without its job (a cancel while it is queued, the
+# recovery of a worker that died).
+REPLY_GRACE_SECONDS = 2.0
+
+
 async def run_on_worker(
     call: Call, spec: NewTask, stored: bool, immediate: bool, length: int | None
 ) -> pb.Task:
-    subscription = None if immediate else await events.subscribe(str(spec.id))
-    try:
+    if immediate:
         await queue_turn(spec, stored)
-        if subscription is not None:
-            await wait_for_end(subscription)
+        return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+    task_id = str(spec.id)
+    channel, reply = await events.expect_reply(task_id)
+    try:
+        await queue_turn(spec, stored, channel)
+        ended = await wait_for_end(task_id, reply)
     finally:
-        if subscription is not None:
-            await events.unsubscribe(subscription)
+        events.forget_reply(channel, task_id)
+    if ended:
+        return with_history_length(pb.Task.FromString(ended), length)
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 
 
-async def queue_turn(spec: NewTask, stored: bool) -> None:
-    """Store the task (when new) and hand its turn to a worker; only that job may claim it."""
+async def queue_turn(spec: NewTask, stored: bool, reply_to: str = "") -> None:
+    """Store the task (when new) and hand its turn to a worker; only that job may claim it.
+    The job replies to the `reply_to` channel when the turn ends."""
     token = f"queued:{uuid.uuid4().hex}"
-    await sync_to_async(store_for_worker)(spec, stored, token)
+    if stored or spec.push_config is not None or not asyncdb.available():
+        await sync_to_async(store_for_worker)(spec, stored, token, reply_to)
+        return
+    # A new task without webhooks: one INSERT statement and one LPUSH, from the loop.
+    await lifecycle.open_task_async(spec, [], runner=token)
+    await jobs.enqueue_run_async(str(spec.id), token, reply_to)
 
 
-def store_for_worker(spec: NewTask, stored: bool, token: str) -> None:
+def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = "") -> None:
     if not stored:
         lifecycle.open_task(spec, [], runner=token)
     else:
         Task.objects.filter(id=spec.id).update(runner=token)
     # Enqueueing blocks on the broker: here, off the event loop.
-    jobs.enqueue_run(str(spec.id), token)
+    jobs.enqueue_run(str(spec.id), token, reply_to)
 
 
-async def wait_for_end(subscription: events.Subscription) -> None:
-    async def ended() -> None:
-        while True:
-            _, payload = await subscription.get()
-            if event_ends_stream(payload):
-                return
-
+async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:
+    """The job's reply when the turn ends: the task as it ended (serialized), or b"" when the
+    job has none, the end came from elsewhere or the blocking timeout passed (the caller
+    reads the task then)."""
+    timeout = settings.A2A_BLOCKING_TIMEOUT_SECONDS
+    grace = min(REPLY_GRACE_SECONDS, timeout)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(ended(), settings.A2A_BLOCKING_TIMEOUT_SECONDS)
+        return await asyncio.wait_for(asyncio.shield(reply), grace)
+    if grace >= timeout:
+        return b""
+    subscription = await events.subscribe(task_id)
+    try:
+        if await sync_to_async(has_ended)(task_id):
+            return b""
+        ended = asyncio.ensure_future(end_event(subscription))
+        either: set[asyncio.Future[Any]] = {reply, ended}
+        try:
+            await asyncio.wait(either, timeout=timeout - grace, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+        return reply.result() if reply.done() else b""
+    finally:
+        await events.unsubscribe(subscription)
+
+
+async def end_event(subscription: events.Subscription) -> None:
+    while True:
+        _, payload = await subscription.get()
+        if event_ends_stream(payload):
+            return
+
+
+def has_ended(task_id: str) -> bool:
+    return Task.objects.filter(id=task_id, state__in=ENDING_STATES).exists()
+
+
+def with_history_length(task: pb.Task, length: int | None) -> pb.Task:
+    """The task with only its newest `length` messages (all of them when None)."""
+    if length is not None:
+        kept = list(task.history)[-length:] if length > 0 else []
+        del task.history[:]
+        task.history.extend(kept)
+    return task

@@ -19,18 +19,20 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
+from a2ahub import worker
 from agents.errors import A2AError
 from agents.executors.base import Executor, RequestContext
+from agents.lookup import agent_by_id
 from agents.models import Agent
 from agents.registry import executor_class
-from tasks import lifecycle
+from tasks import events, lifecycle, sql
 from tasks.lifecycle import NewTask
-from tasks.models import ACTIVE_STATES, Message, Task, TaskState
+from tasks.models import ACTIVE_STATES, Task, TaskState
 from tasks.updater import TaskUpdater
 from tasks.wire import message_to_pb
 
@@ -157,42 +159,113 @@ def stop_everywhere(task_id: str) -> None:
     redis_client().publish(CONTROL_CHANNEL, task_id)
 
 
-async def run_stored(task_id: str, token: str) -> None:
+@dataclass
+class Claim:
+    """A stored task that a job has claimed, and what its turn needs."""
+
+    agent: Agent
+    spec: NewTask
+    context: RequestContext
+    state: TaskState
+    known: lifecycle.Known
+
+
+_job_loops = threading.local()
+
+
+def job_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for its jobs, kept from one job to the next (a loop made per
+    job costs a loop and a thread each time)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_job_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _job_loops.loop = asyncio.new_event_loop()
+    return loop
+
+
+def run_job(task_id: str, token: str, reply_to: str = "") -> None:
+    """A worker job's turn. In a Celery worker it runs on this thread's own loop, which
+    nothing else uses, so its database calls are plain calls that block it. Elsewhere (a web
+    process's in-process pool) the ORM must not run on a loop: there the turn runs under
+    async_to_sync, its writes hopping back to this thread."""
+    if worker.blocking_jobs():
+        job_loop().run_until_complete(run_blocking(task_id, token, reply_to))
+    else:
+        async_to_sync(run_stored)(task_id, token, reply_to)
+
+
+async def run_blocking(task_id: str, token: str, reply_to: str) -> None:
+    # On a loop Django keeps a connection per asyncio task (context); the turn's tasks are
+    # all made from this one, so made here first, the connection is theirs too, and given
+    # back to the pool at the end.
+    connections[DEFAULT_DB_ALIAS].ensure_connection()
+    try:
+        claim = claim_and_load(task_id, token)
+        if claim is None:
+            events.send_reply(reply_to, task_id, b"")
+            return
+        await run_claimed(claim, reply_to, blocking_writes=True)
+    finally:
+        connections.close_all()
+
+
+async def run_stored(task_id: str, token: str, reply_to: str = "") -> None:
     """A worker job's turn: claim the stored task (once), then execute it."""
-    loaded = await sync_to_async(claim_and_load)(task_id, token)
-    if loaded is None:
+    claim = await sync_to_async(claim_and_load)(task_id, token)
+    if claim is None:
+        events.send_reply(reply_to, task_id, b"")
         return
-    agent, spec, context, state = loaded
-    updater = await start(agent, spec, context, state, stored=True)
-    await asyncio.shield(updater.settled)
+    await run_claimed(claim, reply_to, blocking_writes=False)
+
+
+async def run_claimed(claim: Claim, reply_to: str, blocking_writes: bool) -> None:
+    """Execute the claimed turn; when it ends, tell the waiting web process (`reply_to`),
+    with the task as it ended so it need not read it again."""
+    updater = await start(claim.agent, claim.spec, claim.context, claim.state, stored=True)
+    # The turn has not run yet (start only schedules it): these hold from its first write.
+    updater.known = claim.known
+    updater.blocking_writes = blocking_writes
+    snapshot = b""
+    try:
+        settled = await asyncio.shield(updater.settled)
+        if isinstance(settled, lifecycle.Outcome) and settled.snapshot is not None:
+            snapshot = settled.snapshot.SerializeToString()
+    finally:
+        events.send_reply(reply_to, updater.task_id, snapshot)
     with _running_lock:
-        run = RUNNING.get(task_id)
+        run = RUNNING.get(updater.task_id)
     if run is not None and run.job is not None:
         await asyncio.gather(run.job, return_exceptions=True)
 
 
-def claim_and_load(
-    task_id: str, token: str
-) -> tuple[Agent, NewTask, RequestContext, TaskState] | None:
-    claimed = Task.objects.filter(id=task_id, runner=token, state__in=ACTIVE_STATES).update(
-        runner=RUNNER_ID, heartbeat_at=timezone.now()
-    )
-    if not claimed:
+def claim_and_load(task_id: str, token: str) -> Claim | None:
+    """Claim the task (only the job holding its token may) and read its messages: one
+    statement on PostgreSQL; the agent comes from the per-process cache."""
+    claimed = sql.claim_task(task_id, token, RUNNER_ID, timezone.now())
+    if claimed is None:
         logger.info("task %s was claimed already or is over; nothing to do", task_id)
         return None
-    task = Task.objects.select_related("agent").get(id=task_id)
-    history = [message_to_pb(m) for m in Message.objects.filter(task=task)]
+    task = claimed.task
+    agent = agent_by_id(task["agent_id"])
+    assert agent is not None  # its tasks go with it
+    key = uuid.UUID(task_id)
+    history = [message_to_pb(m) for m in claimed.messages]
+    # A task claimed with its first message alone has had no turn: nothing else is written.
+    artifacts = {} if len(history) == 1 else lifecycle.read_artifacts(key)
     spec = NewTask(
-        agent_id=task.agent_id, owner=task.owner, context_id=task.context_id,
-        message=history[-1], protocol_version=task.protocol_version,
-        execution_mode=task.execution_mode, id=task.id,
+        agent_id=agent.pk, owner=task["owner"], context_id=task["context_id"],
+        message=history[-1], protocol_version=task["protocol_version"],
+        execution_mode=task["execution_mode"], id=key,
     )  # fmt: skip
     context = RequestContext(
-        task_id=str(task.id), context_id=task.context_id, message=history[-1],
-        agent=task.agent, protocol_version=task.protocol_version, history=history,
-        metadata=task.metadata, is_continuation=len(history) > 1,
+        task_id=task_id, context_id=spec.context_id, message=history[-1], agent=agent,
+        protocol_version=spec.protocol_version, history=history, metadata=task["metadata"],
+        is_continuation=len(history) > 1,
     )  # fmt: skip
-    return task.agent, spec, context, TaskState(task.state)
+    known = lifecycle.Known(
+        spec.context_id, len(history), artifacts, task["push_enabled"], task["metadata"],
+        list(history),
+    )  # fmt: skip
+    return Claim(agent, spec, context, TaskState(task["state"]), known)
 
 
 # -- maintenance: heartbeats, recovery, and stop requests from other processes ------------

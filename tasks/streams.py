@@ -50,12 +50,16 @@ def stored_events(task_id: str, after: int, upto: int | None = None) -> list[Str
 
 
 async def follow(
-    subscription: events.Subscription, task_id: str, after: int
+    subscription: events.Subscription, task_id: str, after: int, first: events.Event | None = None
 ) -> AsyncIterator[StreamItem]:
-    """Live events after sequence `after`, in order, until one ends the stream."""
+    """Live events after sequence `after` (beginning with `first` when it was taken from the
+    subscription already), in order, until one ends the stream."""
     last = after
     while True:
-        sequence, payload = await subscription.get()
+        if first is not None:
+            (sequence, payload), first = first, None
+        else:
+            sequence, payload = await subscription.get()
         if sequence <= last:
             continue
         if sequence > last + 1:
@@ -74,7 +78,9 @@ async def send_streaming_message(
     turn = await prepare_turn(call, request)
     subscription = await events.subscribe(str(turn.spec.id))
     try:
-        snapshot, after = await released(follow_up_snapshot)(turn)
+        snapshot, after = (None, 0)
+        if turn.stored:
+            snapshot, after = await released(follow_up_snapshot)(turn)
         updater = await start_streamed_turn(call, turn)
     except BaseException:
         await events.unsubscribe(subscription)
@@ -83,10 +89,8 @@ async def send_streaming_message(
 
 
 def follow_up_snapshot(turn: Turn) -> tuple[pb.Task | None, int]:
-    """A follow-up's stream opens with the task as it is now; a new task's with its first
-    stored event."""
-    if not turn.stored:
-        return None, 0
+    """A follow-up's stream opens with the task as it is now (a new task's stream, with its
+    first stored event)."""
     task = Task.objects.get(id=turn.spec.id)
     return load_task(task, None), task.last_sequence
 
@@ -106,33 +110,33 @@ async def stream_turn(
     updater: TaskUpdater | None,
 ) -> AsyncIterator[StreamItem]:
     try:
+        first: events.Event | None = None
         if snapshot is not None:
             yield None, {"task": to_json(snapshot)}
         elif updater is not None:
-            reply = await direct_reply(subscription, updater)
+            first, reply = await first_event(subscription, updater)
             if reply is not None:
                 yield None, {"message": to_json(reply)}
                 return
-        async for item in follow(subscription, str(turn.spec.id), after):
+        async for item in follow(subscription, str(turn.spec.id), after, first):
             yield item
     finally:
         await events.unsubscribe(subscription)
 
 
-async def direct_reply(
+async def first_event(
     subscription: events.Subscription, updater: TaskUpdater
-) -> pb.Message | None:
-    """An inline agent may answer with a single Message and no task: then that is the stream."""
+) -> tuple[events.Event | None, pb.Message | None]:
+    """The turn's first event, or the single Message an inline agent may answer with instead
+    of a task (then that is the whole stream)."""
     first = asyncio.ensure_future(subscription.get())
     waiters: set[asyncio.Future[Any]] = {first, updater.settled}
     done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     if first in done:
-        # Requeued behind anything that came meanwhile; `follow` puts events back in order.
-        subscription.queue.put_nowait(first.result())
-        return None
+        return first.result(), None
     first.cancel()
     settled = updater.settled.result()
-    return settled if isinstance(settled, pb.Message) else None
+    return None, settled if isinstance(settled, pb.Message) else None
 
 
 async def subscribe_to_task(

@@ -20,6 +20,7 @@ from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from django.db import connection
 
+from a2ahub import asyncdb
 from agents.errors import InvalidAgentResponseError, internal_error
 from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Change, NewTask, Outcome, StatusChange
@@ -60,6 +61,9 @@ class TaskUpdater:
         # What this updater knows of the stored task (None: read it on the first write).
         self.known: lifecycle.Known | None = None
         self.runner = runner
+        # A worker job owns its event loop and thread: its writes may block that loop, and
+        # going through sync_to_async would queue them behind other threads' writes.
+        self.blocking_writes = False
         self.buffer: list[Change] = []
         self.stopped = False
         self.settled: asyncio.Future[Outcome | pb.Message] = (
@@ -158,7 +162,7 @@ class TaskUpdater:
 
     async def _write_batch(self, changes: list[Change]) -> bool:
         try:
-            outcome = await sync_to_async(self._write)(changes)
+            outcome = await self._store(changes)
         except lifecycle.TransitionRefused as exc:
             # Someone else (a cancel, the recovery job) ended the task first.
             logger.info("task %s moved on without its runner: %s", self.task_id, exc)
@@ -176,6 +180,23 @@ class TaskUpdater:
         if outcome.state in ENDING_STATES and not self.settled.done():
             self.settled.set_result(outcome)
         return True
+
+    async def _store(self, changes: list[Change]) -> Outcome:
+        if self.blocking_writes:
+            return self._write(changes)
+        if asyncdb.available():
+            if not self.stored and self.spec.push_config is None:
+                outcome = await lifecycle.open_task_async(self.spec, changes, runner=self.runner)
+                self.stored = True
+                self.known = outcome.known
+                return outcome
+            if self.stored and self.known is not None:
+                recorded = await lifecycle.record_async(
+                    self.spec.id, self.stored_state, changes, self.known
+                )
+                if recorded is not None:
+                    return recorded
+        return await sync_to_async(self._write)(changes)
 
     def _write(self, changes: list[Change]) -> Outcome:
         try:

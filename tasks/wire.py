@@ -14,6 +14,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 
+from tasks import v03_json
 from tasks.models import INTERRUPTED_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskState
 
 V03 = "0.3"
@@ -132,6 +133,13 @@ def stream_event_json(event: dict[str, Any], version: str) -> dict[str, Any]:
     """A stored 1.0 StreamResponse payload in the asked version's shape."""
     if version == V1:
         return event
+    fast = v03_json.event(event, final=event_ends_stream(event))
+    if fast is not None:
+        return fast
+    return stream_event_json_by_sdk(event)
+
+
+def stream_event_json_by_sdk(event: dict[str, Any]) -> dict[str, Any]:
     response = ParseDict(event, pb.StreamResponse())
     which = response.WhichOneof("payload")
     if which == "task":

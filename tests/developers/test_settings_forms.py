@@ -37,6 +37,7 @@ GOOD: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
         {"functions": "rev = demo.reverse\n\ncount = demo.word_count\n"},
         {"functions": {"rev": "demo.reverse", "count": "demo.word_count"}},
     ),
+    "echo": ({"chunks": "5"}, {"chunks": 5}),
     "writer": ({"delay": "0.05"}, {"delay": 0.05}),
     "slow": ({"seconds": "3", "step": "0.5"}, {"seconds": 3.0, "step": 0.5}),
     "interview": ({"question": "Which city?"}, {"question": "Which city?"}),
@@ -58,6 +59,7 @@ BAD: list[tuple[str, dict[str, str], str, str]] = [
     ("python", {"functions": "rev demo.reverse"}, "functions", "skill id = function name"),
     ("python", {"functions": "a = demo.reverse\na = demo.word_count"}, "functions", "twice"),
     ("python", {"functions": ""}, "functions", "required"),
+    ("echo", {"chunks": "0"}, "chunks", "1"),
     ("writer", {"delay": "-1"}, "delay", "0"),
     ("slow", {"seconds": "5", "step": "0"}, "step", "0.1"),
     ("interview", {"question": ""}, "question", "required"),
@@ -67,7 +69,6 @@ BAD: list[tuple[str, dict[str, str], str, str]] = [
 
 def test_every_kind_with_settings_has_a_form_and_the_others_none() -> None:
     assert set(SETTINGS_FORMS) <= set(EXECUTORS)
-    assert settings_form_for("echo") is None
     assert settings_form_for("conformance") is None
     assert settings_form_for("http") is HttpSettingsForm
     assert settings_form_for("no-such-kind") is None

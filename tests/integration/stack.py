@@ -109,7 +109,7 @@ class Hub:
 
     def start_web(self, name: str) -> tuple[Process, str]:
         port = free_port()
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
         return self.spawn(name, [*command, "a2ahub.asgi:application"]), f"http://127.0.0.1:{port}"
 
     def start_worker(self, name: str) -> Process:

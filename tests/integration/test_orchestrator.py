@@ -30,7 +30,7 @@ def orchestrating_web(hub: Hub) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     web = Hub(hub.env | {"PUBLIC_BASE_URL": base}, hub.database_url, hub.logs)
-    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
     process = web.spawn("web-orchestrator", [*command, "a2ahub.asgi:application"])
     try:
         wait_for_http(f"{base}/agents/orchestrator/.well-known/agent-card.json", process.popen)

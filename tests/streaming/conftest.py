@@ -108,7 +108,7 @@ def prepare(env: dict[str, str]) -> dict[str, str]:
 
 
 def start_daphne(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
     with log.open("wb") as out:
         return subprocess.Popen(
             [*command, "a2ahub.asgi:application"],

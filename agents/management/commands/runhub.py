@@ -35,7 +35,7 @@ class Command(BaseCommand):
         return [
             sys.executable,
             "-m",
-            "daphne",
+            "a2ahub.daphne",
             "-b",
             host,
             "-p",

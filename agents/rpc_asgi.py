@@ -1,0 +1,180 @@
+"""The A2A JSON-RPC endpoints as a bare ASGI app in front of the same view.
+
+Django's ASGI handler spends two thread hops per request on its request signals, and with
+them a thread of its own; these endpoints use no middleware, sessions, cookies or signals, so
+they are served here instead: read the body (refusing it once it passes the size limit), hand
+the view the parts of the request it reads, send its answer. Sync work the view does still
+gets one thread per request, and that thread's database connection goes back to the pool at
+the end, as Django's `request_finished` signal would do. Writes on the hot path skip threads
+altogether (`a2ahub.asyncdb`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+from contextlib import aclosing
+from functools import cached_property
+from typing import Any, cast
+
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections
+from django.http import HttpRequest, JsonResponse, QueryDict
+from django.http.response import HttpResponseBase
+
+from a2ahub import asyncdb
+from agents.errors import InvalidRequestError
+from agents.jsonrpc import endpoint, rpc_response
+from tasks.wire import V03, V1
+
+logger = logging.getLogger(__name__)
+
+Scope = dict[str, Any]
+
+
+class Disconnected(Exception):
+    """The client went away before its request was read."""
+
+
+class TooLarge(Exception):
+    """The body passed the size limit while it arrived."""
+
+
+async def serve(scope: Scope, receive: Any, send: Any) -> None:
+    slug = scope["path"].split("/")[2]
+    try:
+        body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES)
+    except Disconnected:
+        return
+    except TooLarge:
+        limit = settings.A2A_MAX_REQUEST_BYTES
+        error = InvalidRequestError(f"The request body is over {limit} bytes.")
+        await send_plain(rpc_response(None, header_version(scope), error=error, status=413), send)
+        return
+    asyncdb.enabled.set(True)
+    async with ThreadSensitiveContext() as context:
+        try:
+            response = await respond(scope, body, slug)
+            if response.streaming:
+                await send_streaming(response, send, receive)
+            else:
+                await send_plain(response, send)
+        finally:
+            if context in SyncToAsync.context_to_thread_executor:
+                await sync_to_async(close_old_connections)()
+
+
+async def respond(scope: Scope, body: bytes, slug: str) -> HttpResponseBase:
+    try:
+        return await endpoint(cast(HttpRequest, RpcRequest(scope, body)), slug)
+    except Exception:
+        # The view answers every A2A error itself; this is the last resort.
+        logger.exception("the JSON-RPC endpoint of %s failed", slug)
+        return JsonResponse({"error": {"code": 500, "message": "Internal error."}}, status=500)
+
+
+class Headers:
+    """Request headers by case-insensitive name, as `HttpRequest.headers` reads them."""
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self.values: dict[str, str] = {}
+        for name, value in raw:
+            key, text = name.decode("latin1").lower(), value.decode("latin1")
+            self.values[key] = f"{self.values[key]},{text}" if key in self.values else text
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name.lower(), default)
+
+    def __getitem__(self, name: str) -> str:
+        return self.values[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self.values
+
+
+class RpcRequest:
+    """What the JSON-RPC view reads of a request (method, headers, query, media type, body),
+    taken straight from the ASGI scope. Building Django's request (its META, header parsing
+    and lazy objects) was a tenth of a fast send's CPU; anything else the view may ask for
+    (cookies, the absolute URL) comes from one built on first use."""
+
+    def __init__(self, scope: Scope, body: bytes) -> None:
+        self.scope = scope
+        self.body = body
+        self.method = scope["method"]
+        self.headers = Headers(scope.get("headers", []))
+        self.content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
+
+    @cached_property
+    def GET(self) -> QueryDict:
+        return QueryDict(self.scope.get("query_string", b"").decode("latin1"))
+
+    @cached_property
+    def django_request(self) -> ASGIRequest:
+        return ASGIRequest(self.scope, io.BytesIO(self.body))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.django_request, name)
+
+
+async def read_body(receive: Any, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def header_version(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"a2a-version":
+            return V1 if value.strip().startswith(b"1.0") else V03
+    return V03
+
+
+def headers_of(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
+    return [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
+
+
+async def send_plain(response: Any, send: Any) -> None:
+    start = {"type": "http.response.start", "status": response.status_code}
+    await send(start | {"headers": headers_of(response)})
+    await send({"type": "http.response.body", "body": response.content})
+
+
+async def send_streaming(response: Any, send: Any, receive: Any) -> None:
+    """Stream until the content ends or the client leaves; leaving closes the content's
+    generator, which releases what the stream held (its subscription, say)."""
+
+    async def pump() -> None:
+        start = {"type": "http.response.start", "status": response.status_code}
+        await send(start | {"headers": headers_of(response)})
+        async with aclosing(aiter(response)) as content:
+            async for part in content:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body"})
+
+    async def disconnected() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    pumping = asyncio.create_task(pump())
+    listening = asyncio.create_task(disconnected())
+    await asyncio.wait({pumping, listening}, return_when=asyncio.FIRST_COMPLETED)
+    for job in (pumping, listening):
+        if not job.done():
+            job.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await job

@@ -1,0 +1,223 @@
+"""The JSON-RPC endpoints as a server runs them: through the hub's ASGI app, which reads the
+body itself, answers without Django's handler, and (on PostgreSQL) writes a new task from the
+event loop. The other protocol tests go through Django's test client, which skips this app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from asgiref.testing import ApplicationCommunicator
+from django.db import connection
+
+from a2ahub import asyncdb
+from a2ahub.asgi import application
+from tasks import events
+from tasks.models import Task, TaskEvent
+from tests.conftest import make_agent
+from tests.protocol.conftest import V03, V1, envelope
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def scope(slug: str, version: str | None, method: str = "POST", **headers: str) -> dict[str, Any]:
+    raw = {"content-type": "application/json", **headers}
+    if version == V1:
+        raw["a2a-version"] = V1
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": f"/agents/{slug}/jsonrpc/", "raw_path": b"", "query_string": b"",
+        "root_path": "", "headers": [(k.encode(), v.encode()) for k, v in raw.items()],
+        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000),
+    }  # fmt: skip
+
+
+@pytest.fixture
+async def app() -> AsyncIterator[None]:
+    yield
+    # Each test has its own event loop; its database pool goes with it.
+    await asyncdb.close()
+
+
+async def in_db(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ORM code from the test's loop, then give its connection back: the thread it runs
+    on outlives the test, and a connection left checked out there would outlive the test
+    database."""
+
+    def run() -> Any:
+        try:
+            return function(*args, **kwargs)
+        finally:
+            connection.close()
+
+    return await sync_to_async(run)()
+
+
+async def call(request_scope: dict[str, Any], chunks: list[bytes]) -> Answer:
+    communicator = ApplicationCommunicator(application, request_scope)
+    for index, chunk in enumerate(chunks):
+        more = index < len(chunks) - 1
+        await communicator.send_input({"type": "http.request", "body": chunk, "more_body": more})
+    start = await communicator.receive_output(10)
+    body = b""
+    while True:
+        message = await communicator.receive_output(10)
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await communicator.wait(5)
+    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return Answer(start["status"], headers, body)
+
+
+def send_body(version: str, text: str = "hello", **fields: Any) -> bytes:
+    return json.dumps(envelope(version, "send", text=text, **fields)).encode()
+
+
+@pytest.mark.parametrize("version", [V1, V03])
+async def test_a_send_through_the_app_stores_the_task_with_every_event(
+    app: None, version: str
+) -> None:
+    await in_db(make_agent, "chunky", executor_settings={"chunks": 3})
+
+    answer = await call(scope("chunky", version), [send_body(version, "abc")])
+
+    assert answer.status == 200
+    result = answer.json()["result"]
+    task = result["task"] if version == V1 else result
+    stored = await in_db(Task.objects.get, id=task["id"])
+    assert stored.state == "completed"
+    # The answer's artifact is the stored one: three chunks appended into one.
+    assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["abc", "abc", "abc"]
+    kinds = await in_db(
+        lambda: list(
+            TaskEvent.objects.filter(task=stored)
+            .order_by("sequence")
+            .values_list("kind", "sequence")
+        )
+    )
+    assert kinds == [("task", 1), ("status", 2), ("artifact", 3), ("artifact", 4),
+                     ("artifact", 5), ("status", 6)]  # fmt: skip
+    got = await call(
+        scope("chunky", V1), [json.dumps(envelope(V1, "get", {"id": task["id"]})).encode()]
+    )
+    assert got.json()["result"]["artifacts"][0]["parts"] == [{"text": "abc"}] * 3
+
+
+@pytest.mark.parametrize("version", [V1, V03])
+async def test_a_body_over_the_limit_is_refused_while_it_arrives(
+    app: None, settings: Any, version: str
+) -> None:
+    settings.A2A_MAX_REQUEST_BYTES = 1000
+    await in_db(make_agent, "echo")
+    communicator = ApplicationCommunicator(application, scope("echo", version))
+    await communicator.send_input({"type": "http.request", "body": b"x" * 600, "more_body": True})
+    await communicator.send_input({"type": "http.request", "body": b"x" * 600, "more_body": True})
+
+    # Refused without waiting for the rest of the body (which never comes).
+    start = await communicator.receive_output(5)
+    body = await communicator.receive_output(5)
+    assert start["status"] == 413
+    error = json.loads(body["body"])["error"]
+    assert error["code"] == -32600
+    assert "1000 bytes" in error["message"]
+    assert ("data" in error) is (version == V1)
+    await communicator.wait(5)
+    assert not await in_db(Task.objects.exists)
+
+
+async def test_the_app_answers_the_door_errors_itself(app: None) -> None:
+    await in_db(make_agent, "echo")
+
+    got = await call(scope("echo", V03, method="GET"), [b""])
+    assert (got.status, got.headers["allow"]) == (405, "POST")
+
+    text = await call(scope("echo", V03, **{"content-type": "text/plain"}), [send_body(V03)])
+    assert text.status == 415
+
+    missing = await call(scope("nobody", V03), [send_body(V03)])
+    assert missing.status == 404
+
+
+async def test_a_client_that_leaves_a_stream_frees_its_subscription(app: None) -> None:
+    await in_db(
+        make_agent, "essay", executor_kind="writer", executor_settings={"delay": 5}, streaming=True
+    )
+    body = json.dumps(envelope(V1, "send", text="streams") | {"method": "SendStreamingMessage"})
+    communicator = ApplicationCommunicator(application, scope("essay", V1))
+    await communicator.send_input({"type": "http.request", "body": body.encode()})
+    start = await communicator.receive_output(10)
+    assert start["status"] == 200
+    first = await communicator.receive_output(10)
+    task_id = json.loads(first["body"].split(b"data: ", 1)[1])["result"]["task"]["id"]
+    assert task_id in events._subscribers
+
+    await communicator.send_input({"type": "http.disconnect"})
+    await communicator.wait(5)
+
+    for _ in range(50):
+        if task_id not in events._subscribers:
+            break
+        await asyncio.sleep(0.05)
+    assert task_id not in events._subscribers
+    # Leaving a stream does not stop the work; the task is still there to cancel.
+    cancel = json.dumps(envelope(V1, "cancel", {"id": task_id})).encode()
+    canceled = (await call(scope("essay", V1), [cancel])).json()["result"]
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def frames_of(body: bytes) -> list[tuple[int | None, dict[str, Any]]]:
+    found = []
+    for block in body.decode().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "data" in lines:
+            sequence = int(lines["id"]) if "id" in lines else None
+            found.append((sequence, json.loads(lines["data"])["result"]))
+    return found
+
+
+async def test_a_stream_written_chunk_by_chunk_is_stored_as_it_was_sent(app: None) -> None:
+    await in_db(
+        make_agent, "essay", executor_kind="writer", executor_settings={"delay": 0.01},
+        streaming=True,
+    )  # fmt: skip
+    body = envelope(V1, "send", text="streams") | {"method": "SendStreamingMessage"}
+
+    answer = await call(scope("essay", V1), [json.dumps(body).encode()])
+
+    frames = frames_of(answer.body)
+    assert [sequence for sequence, _ in frames] == list(range(1, len(frames) + 1))
+    assert frames[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    sent = "".join(
+        part["text"]
+        for _, event in frames
+        if "artifactUpdate" in event
+        for part in event["artifactUpdate"]["artifact"]["parts"]
+    )
+    task_id = frames[0][1]["task"]["id"]
+    stored = await in_db(
+        lambda: list(TaskEvent.objects.filter(task_id=task_id).order_by("sequence"))
+    )
+    assert [(e.sequence, e.payload) for e in stored] == frames
+    got = await call(
+        scope("essay", V1), [json.dumps(envelope(V1, "get", {"id": task_id})).encode()]
+    )
+    task = got.json()["result"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == sent

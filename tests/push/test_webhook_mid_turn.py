@@ -1,0 +1,41 @@
+"""A webhook set while a runner is mid-turn: the runner believed the task had none, yet the
+events it writes after the webhook exists reach the webhook (its one-statement write is
+refused for a task with webhooks, and the write goes through the transaction that creates
+the deliveries)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from push.configs import create_config
+from tasks import lifecycle
+from tasks.lifecycle import Known, NewTask, StatusChange
+from tasks.models import Task, TaskState
+from tests.conftest import make_agent
+from tests.push.conftest import V1, Receiver, deliveries_of
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
+
+OWNER = "apikey:mid-turn"
+
+
+def test_events_written_after_a_webhook_was_set_mid_turn_are_delivered(
+    receiver: Receiver,
+) -> None:
+    agent = make_agent("mid-turn")
+    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
+    message.parts.add(text="hello")
+    spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=message,
+                   protocol_version=V1, execution_mode="worker")  # fmt: skip
+    lifecycle.open_task(spec)
+    known = Known("ctx", 1, {}, push_enabled=False)  # as the runner claimed it
+    create_config(Task.objects.get(id=spec.id), pb.TaskPushNotificationConfig(url=receiver.url))
+
+    lifecycle.record(spec.id, TaskState.SUBMITTED, [StatusChange(TaskState.COMPLETED)], known)
+
+    assert [d.sequence for d in deliveries_of(str(spec.id))] == [2]
+    assert len(receiver.wait_for(1)) == 1
+    assert known.push_enabled is True

@@ -1,0 +1,173 @@
+"""Worker jobs: claiming a stored task, running turns on a worker thread's own event loop, and
+the job message put on the broker.
+
+In a Celery worker process each job thread keeps one event loop for all its jobs and the
+turn's writes block it (`a2ahub.worker.blocking_jobs`); these tests run jobs that way on a
+thread of their own, as a Celery worker thread would.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+from django.db import connections
+from django.utils import timezone
+
+from a2ahub import worker
+from a2ahub.celery import app
+from agents.models import Agent
+from tasks import jobs, lifecycle, runner, sql
+from tasks.lifecycle import NewTask
+from tasks.models import Artifact, Task, TaskState
+from tests.conftest import make_agent
+from tests.protocol.conftest import V1
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OWNER = "apikey:jobs"
+
+
+def user_message(text: str) -> pb.Message:
+    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
+    message.parts.add(text=text)
+    return message
+
+
+def queued_task(agent: Agent, text: str = "hello") -> tuple[str, str]:
+    """A task stored for a worker, and the token its job holds."""
+    token = f"queued:{uuid.uuid4().hex}"
+    spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx",
+                   message=user_message(text), protocol_version=V1,
+                   execution_mode="worker")  # fmt: skip
+    lifecycle.open_task(spec, runner=token)
+    return str(spec.id), token
+
+
+@pytest.fixture
+def blocking_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as a Celery worker process is (`allow_blocking_jobs`), for one test."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    monkeypatch.setattr(worker, "_blocking_jobs", True)
+
+
+@pytest.fixture
+def worker_thread() -> Iterator[Callable[[Callable[[], Any]], threading.Thread]]:
+    """Start work on a thread of its own; its event loop is closed when the test ends."""
+    threads: list[threading.Thread] = []
+
+    def start(work: Callable[[], Any]) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            finally:
+                runner.job_loop().close()
+                connections.close_all()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    yield start
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def wait_for_state(task_id: str, state: TaskState, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while Task.objects.get(id=task_id).state != state:
+        assert time.monotonic() < deadline, f"task {task_id} never reached {state}"
+        time.sleep(0.05)
+
+
+def test_only_the_job_holding_the_token_claims_the_task_and_only_once(db: None) -> None:
+    task_id, token = queued_task(make_agent("claimed"))
+
+    assert sql.claim_task(task_id, "queued:someone-else", "me", timezone.now()) is None
+    claimed = sql.claim_task(task_id, token, "me", timezone.now())
+    assert claimed is not None
+    assert sql.claim_task(task_id, token, "me", timezone.now()) is None
+    assert Task.objects.get(id=task_id).runner == "me"
+
+
+def test_a_claim_reads_the_tasks_messages_in_order(db: None) -> None:
+    agent = make_agent("interviewer", executor_kind="interview")
+    task_id, _ = queued_task(agent)
+    question = lifecycle.StatusChange(TaskState.INPUT_REQUIRED, user_message("q"))
+    lifecycle.record(uuid.UUID(task_id), TaskState.SUBMITTED, [question])
+    lifecycle.add_user_message(uuid.UUID(task_id), OWNER, user_message("answer"))
+    token = "queued:follow-up"
+    Task.objects.filter(id=task_id).update(runner=token)
+
+    claimed = sql.claim_task(task_id, token, "me", timezone.now())
+
+    assert claimed is not None
+    assert [m.parts[0]["text"] for m in claimed.messages] == ["hello", "q", "answer"]
+    assert claimed.task["state"] == TaskState.WORKING
+    assert claimed.task["agent_id"] == agent.pk
+
+
+@pytest.mark.usefixtures("blocking_jobs")
+def test_a_worker_thread_runs_one_job_after_another_on_its_own_loop(
+    worker_thread: Callable[[Callable[[], Any]], threading.Thread],
+) -> None:
+    agent = make_agent("echoed")
+    first, second = queued_task(agent, "one"), queued_task(agent, "two")
+    loops: list[Any] = []
+
+    def two_jobs() -> None:
+        for task_id, token in (first, second):
+            jobs.run_task(task_id, token)
+            loops.append(runner.job_loop())
+
+    worker_thread(two_jobs).join(timeout=10)
+
+    assert len(loops) == 2 and loops[0] is loops[1]
+    for (task_id, _), text in ((first, "one"), (second, "two")):
+        assert Task.objects.get(id=task_id).state == TaskState.COMPLETED
+        assert Artifact.objects.get(task_id=task_id).parts == [{"text": text}]
+
+
+@pytest.mark.usefixtures("blocking_jobs")
+def test_a_cancel_stops_a_turn_running_on_a_worker_thread(
+    worker_thread: Callable[[Callable[[], Any]], threading.Thread],
+) -> None:
+    agent = make_agent("slowpoke", executor_kind="slow", executor_settings={"step": 0.1})
+    task_id, token = queued_task(agent, "30")
+    job = worker_thread(lambda: jobs.run_task(task_id, token))
+    wait_for_state(task_id, TaskState.WORKING)
+
+    lifecycle.cancel(uuid.UUID(task_id), OWNER)
+    runner.stop_everywhere(task_id)
+    job.join(timeout=10)
+
+    assert not job.is_alive()
+    assert Task.objects.get(id=task_id).state == TaskState.CANCELED
+    assert not Artifact.objects.filter(task_id=task_id).exists()
+
+
+def test_a_queued_job_is_the_message_celery_itself_would_queue(db: None) -> None:
+    args = ("a-task", "queued:token", "a2ahub:reply:web:1")
+    jobs.run_task.apply_async(args=args)  # the test settings' broker keeps it in memory
+    with app.connection_for_write() as connection:
+        celery_made = connection.default_channel._get("celery")
+
+    ours = json.loads(worker.job_message(jobs.run_task, args))
+
+    assert {k: v for k, v in ours.items() if k not in {"headers", "properties"}} == {
+        k: v for k, v in celery_made.items() if k not in {"headers", "properties"}
+    }
+    assert json.loads(base64.b64decode(ours["body"]))[0] == list(args)
+    assert set(ours["headers"]) == set(celery_made["headers"])
+    assert set(ours["properties"]) == set(celery_made["properties"])
+    same = {"lang", "task", "retries", "timelimit", "argsrepr", "ignore_result"}
+    assert {k: ours["headers"][k] for k in same} == {k: celery_made["headers"][k] for k in same}
+    assert ours["properties"]["delivery_info"] == celery_made["properties"]["delivery_info"]
