@@ -59,13 +59,15 @@ async def serve(scope: Scope, receive: Any, send: Any) -> None:
     async with ThreadSensitiveContext() as context:
         try:
             response = await respond(scope, body, slug)
-            if response.streaming:
-                await send_streaming(response, send, receive)
-            else:
-                await send_plain(response, send)
         finally:
             if context in SyncToAsync.context_to_thread_executor:
                 await sync_to_async(close_old_connections)()
+    # Answered outside the request's thread context: a stream may stay open for hours, and
+    # the thread would stay with it (a thousand streams, a thousand idle threads).
+    if response.streaming:
+        await send_streaming(response, send, receive)
+    else:
+        await send_plain(response, send)
 
 
 async def respond(scope: Scope, body: bytes, slug: str) -> HttpResponseBase:

@@ -78,7 +78,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_service_arguments(p, redis_db=7)
     p.add_argument("-d", "--duration", type=float, default=8.0, help="measured seconds per run")
-    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per run")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=3.0,
+        help="unmeasured seconds per run (connection pools fill)",
+    )
     p.add_argument("-c", "--concurrency", default="1,16,64", help="comma-separated levels")
     p.add_argument(
         "--servers",
