@@ -82,11 +82,17 @@ def make_executor(agent: Agent) -> Executor:
 
 
 async def start(
-    agent: Agent, spec: NewTask, context: RequestContext, state: TaskState, stored: bool
+    agent: Agent,
+    spec: NewTask,
+    context: RequestContext,
+    state: TaskState,
+    stored: bool,
+    open_early: bool = False,
 ) -> TaskUpdater:
     """Start an executor's turn on this loop and return its updater (whose `settled` future
     resolves when the task reaches a final or interrupted state, or the agent replies)."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
+    updater.open_early = open_early
     if stored:
         updater.known = lifecycle.Known(spec.context_id, len(context.history))
     run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())

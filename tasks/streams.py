@@ -99,7 +99,9 @@ async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
     if turn.spec.execution_mode == ExecutionMode.WORKER:
         await queue_turn(turn.spec, turn.stored)
         return None
-    return await runner.start(call.agent, turn.spec, turn.context, turn.state, turn.stored)
+    return await runner.start(
+        call.agent, turn.spec, turn.context, turn.state, turn.stored, open_early=True
+    )
 
 
 async def stream_turn(

@@ -64,6 +64,9 @@ class TaskUpdater:
         # A worker job owns its event loop and thread: its writes may block that loop, and
         # going through sync_to_async would queue them behind other threads' writes.
         self.blocking_writes = False
+        # A streamed turn stores its task at the agent's first change, before the agent goes
+        # on: the stream shows the task then, not when a fast agent's whole turn is written.
+        self.open_early = False
         self.buffer: list[Change] = []
         self.stopped = False
         self.settled: asyncio.Future[Outcome | pb.Message] = (
@@ -148,6 +151,9 @@ class TaskUpdater:
                 f"The agent made a change not allowed now: {exc}"
             ) from exc
         self.buffer.append(change)
+        if self.open_early and not self.stored:
+            await self.flush()
+            return
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self.flush())
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -18,8 +20,11 @@ from django.db import connection
 
 from a2ahub import asyncdb
 from a2ahub.asgi import application
+from agents.executors.base import Executor, RequestContext
+from agents.registry import EXECUTORS, ExecutorKind, executor_class
 from tasks import events
 from tasks.models import Task, TaskEvent
+from tasks.updater import TaskUpdater
 from tests.conftest import make_agent
 from tests.protocol.conftest import V03, V1, envelope
 
@@ -221,3 +226,40 @@ async def test_a_stream_written_chunk_by_chunk_is_stored_as_it_was_sent(app: Non
     task = got.json()["result"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == sent
+
+
+class BusyExecutor(Executor):
+    """Starts, then computes for a while without giving the event loop back, then answers."""
+
+    async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start_work()
+        time.sleep(0.3)  # CPU-bound work, as far as the event loop can tell
+        await updater.add_artifact("done", name="result", last_chunk=True)
+        await updater.complete()
+
+
+@pytest.fixture
+def busy_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setitem(EXECUTORS, "busy", ExecutorKind(f"{__name__}.BusyExecutor", "Busy"))
+    executor_class.cache_clear()
+    yield "busy"
+    executor_class.cache_clear()
+
+
+async def test_a_stream_shows_the_task_when_the_agent_starts_not_when_it_ends(
+    app: None, busy_kind: str
+) -> None:
+    await in_db(make_agent, "busy", executor_kind=busy_kind, streaming=True)
+    body = envelope(V1, "send", text="go") | {"method": "SendStreamingMessage"}
+
+    answer = await call(scope("busy", V1), [json.dumps(body).encode()])
+
+    frames = frames_of(answer.body)
+    working = frames[1][1]["statusUpdate"]["status"]
+    completed = frames[-1][1]["statusUpdate"]["status"]
+    assert (working["state"], completed["state"]) == ("TASK_STATE_WORKING", "TASK_STATE_COMPLETED")
+    # Stored when the agent started: the working state is stamped before its work, the end
+    # after it (a turn written in one go would stamp both alike).
+    started = datetime.fromisoformat(working["timestamp"].replace("Z", "+00:00"))
+    ended = datetime.fromisoformat(completed["timestamp"].replace("Z", "+00:00"))
+    assert (ended - started).total_seconds() >= 0.3
