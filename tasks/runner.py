@@ -286,15 +286,30 @@ def ensure_maintenance() -> None:
         if _maintenance_started:
             return
         _maintenance_started = True
-    threading.Thread(target=maintenance_loop, name="a2ahub-maintenance", daemon=True).start()
+    global _maintenance_thread
+    _maintenance_thread = threading.Thread(
+        target=maintenance_loop, name="a2ahub-maintenance", daemon=True
+    )
+    _maintenance_thread.start()
     if settings.REDIS_URL:
         threading.Thread(target=control_loop, name="a2ahub-control", daemon=True).start()
 
 
+_maintenance_stopping = threading.Event()
+_maintenance_thread: threading.Thread | None = None
+
+
+def stop_maintenance(timeout: float = 10) -> None:
+    """End the maintenance thread and wait for it, its connections given back (a process
+    shutting down: the test session, whose database goes away before the process does)."""
+    _maintenance_stopping.set()
+    if _maintenance_thread is not None:
+        _maintenance_thread.join(timeout)
+
+
 def maintenance_loop() -> None:
     last_recovery = 0.0
-    while True:
-        time.sleep(settings.TASK_HEARTBEAT_SECONDS)
+    while not _maintenance_stopping.wait(settings.TASK_HEARTBEAT_SECONDS):
         try:
             beat()
             if time.monotonic() - last_recovery >= settings.TASK_HEARTBEAT_SECONDS:

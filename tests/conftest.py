@@ -9,6 +9,7 @@ Personas and their rights:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -46,6 +47,16 @@ def django_db_modify_db_settings(
     if database["ENGINE"] == "django.db.backends.sqlite3":
         path = tmp_path_factory.mktemp("db") / "test.sqlite3"
         database.setdefault("TEST", {})["NAME"] = str(path)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
+    """The hub's maintenance thread (heartbeats, recovery) stops before the test database is
+    dropped: it would hold a connection to it, and then fail on the dropped database."""
+    yield
+    from tasks.runner import stop_maintenance
+
+    stop_maintenance()
 
 
 @pytest.fixture(autouse=True)
