@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 import uuid
+import weakref
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from functools import cache
@@ -256,7 +257,10 @@ def send_reply(channel: str, task_id: str, body: bytes) -> None:
         logger.exception("could not reply to %s about task %s", channel, task_id)
 
 
-_async_clients: dict[asyncio.AbstractEventLoop, aioredis.Redis] = {}
+# Keyed weakly: a loop that ends (a test's, say) takes its client with it.
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 async def publish_async(task_id: str, events: list[Event]) -> None:

@@ -492,10 +492,6 @@ def status_of(task: Task, changes: Sequence[Change]) -> dict[str, Any] | None:
     return {"status_message": task.status_message, "status_timestamp": task.status_timestamp}
 
 
-def count_events(changes: Sequence[Change]) -> int:
-    return len(changes)
-
-
 def save_status(task: Task) -> None:
     Task.objects.filter(id=task.id).update(
         status_message=task.status_message, status_timestamp=task.status_timestamp
