@@ -27,6 +27,8 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from a2ahub import redis_clients
+
 
 @cache
 def in_process_pool() -> ThreadPoolExecutor:
@@ -58,8 +60,9 @@ async def submit_async(job: Any, *args: Any) -> None:
     loop = asyncio.get_running_loop()
     client = _async_brokers.get(loop)
     if client is None:
-        client = _async_brokers[loop] = aioredis.Redis.from_url(settings.CELERY_BROKER_URL)
-    await client.lpush(queue_name(), job_message(job, args))
+        client = _async_brokers[loop] = redis_clients.async_client(settings.CELERY_BROKER_URL)
+    async with asyncio.timeout(redis_clients.REDIS_WAIT_SECONDS):
+        await client.lpush(queue_name(), job_message(job, args))
 
 
 _async_brokers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (

@@ -12,7 +12,6 @@ altogether (`a2ahub.asyncdb`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import logging
 from contextlib import aclosing
@@ -158,25 +157,38 @@ async def send_plain(response: Any, send: Any) -> None:
 
 async def send_streaming(response: Any, send: Any, receive: Any) -> None:
     """Stream until the content ends or the client leaves; leaving closes the content's
-    generator, which releases what the stream held (its subscription, say)."""
+    generator, which releases what the stream held (its subscription, say).
 
-    async def pump() -> None:
-        start = {"type": "http.response.start", "status": response.status_code}
-        await send(start | {"headers": headers_of(response)})
-        async with aclosing(aiter(response)) as content:
-            async for part in content:
-                await send({"type": "http.response.body", "body": part, "more_body": True})
-        await send({"type": "http.response.body"})
+    The content is pumped by the request's own task, not a new one: a stream's first event
+    is often ready already, and leaves before the work it set off (the agent's turn) runs."""
+    streaming = asyncio.current_task()
+    assert streaming is not None
+    left = False
 
     async def disconnected() -> None:
+        nonlocal left
         while (await receive())["type"] != "http.disconnect":
             pass
+        left = True
+        streaming.cancel()
 
-    pumping = asyncio.create_task(pump())
     listening = asyncio.create_task(disconnected())
-    await asyncio.wait({pumping, listening}, return_when=asyncio.FIRST_COMPLETED)
-    for job in (pumping, listening):
-        if not job.done():
-            job.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError):
-            await job
+    try:
+        await pump(response, send)
+    except asyncio.CancelledError:
+        if not left:
+            raise
+        streaming.uncancel()
+    except OSError:
+        pass  # the connection broke under a write
+    finally:
+        listening.cancel()
+
+
+async def pump(response: Any, send: Any) -> None:
+    start = {"type": "http.response.start", "status": response.status_code}
+    await send(start | {"headers": headers_of(response)})
+    async with aclosing(aiter(response)) as content:
+        async for part in content:
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body"})

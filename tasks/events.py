@@ -20,30 +20,57 @@ import threading
 import uuid
 import weakref
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from functools import cache
 from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 from django.conf import settings
+
+from a2ahub import redis_clients
 
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "a2ahub:task:"
 REPLY_PREFIX = "a2ahub:reply:"
 ORIGIN = uuid.uuid4().hex  # this process; its own events come back from Redis and are skipped
+_ORIGIN_BYTES = ORIGIN.encode()
 
 Event = tuple[int, dict[str, Any]]
 
 
-class Subscription:
-    """Events of one task, in order, for one consumer on one event loop."""
+class Marker:
+    """Something a subscription hands its consumer that is not an event."""
 
-    def __init__(self, task_id: str) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+# Nothing came for the subscription's `idle_after` seconds: a stream says something now, so
+# proxies keep an idle line open.
+IDLE = Marker("idle")
+# Code on the subscriber's loop asked the consumer to look around (a turn it waits on settled).
+NUDGED = Marker("nudged")
+
+
+class Subscription:
+    """Events of one task, in order, for one consumer on one event loop.
+
+    Consumers wait on one queue and nothing else: each event reaches its stream one loop turn
+    after it is delivered (a timer or a helper task per wait would add a turn each, and under
+    load a turn is every other stream's work)."""
+
+    def __init__(self, task_id: str, idle_after: float | None = None) -> None:
         self.task_id = task_id
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.queue: asyncio.Queue[Event | Marker] = asyncio.Queue()
+        self.heard = False
+        self.redis_command = 0  # the listener's number for this subscription's SUBSCRIBE
+        self.idle_timer: asyncio.TimerHandle | None = None
+        if idle_after:
+            self.idle_timer = self.loop.call_later(idle_after, self.check_idle, idle_after)
 
     def deliver(self, events: list[Event]) -> None:
         try:
@@ -57,26 +84,53 @@ class Subscription:
             self.loop.call_soon_threadsafe(self.put_all, events)
 
     def put_all(self, events: list[Event]) -> None:
+        self.heard = True
         for event in events:
             self.queue.put_nowait(event)
 
-    async def get(self) -> Event:
-        return await self.queue.get()
+    def nudge(self) -> None:
+        """On the subscriber's loop: wake the consumer with NUDGED."""
+        self.queue.put_nowait(NUDGED)
 
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        while True:
-            yield await self.queue.get()
+    def check_idle(self, every: float) -> None:
+        # One timer a stream, re-armed every `every` seconds whatever the traffic: a line is
+        # called idle after one to two periods without an event.
+        if not self.heard and self.queue.empty():
+            self.queue.put_nowait(IDLE)
+        self.heard = False
+        self.idle_timer = self.loop.call_later(every, self.check_idle, every)
+
+    def close(self) -> None:
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+
+    async def get(self) -> Event | Marker:
+        return await self.queue.get()
 
 
 _subscribers: dict[str, set[Subscription]] = defaultdict(set)
 _lock = threading.Lock()
 
 
+def encode(events: list[Event]) -> bytes:
+    """The Redis message: this process's origin, a space, the events as JSON. The origin comes
+    first so that a process skips its own events, which Redis sends back, without parsing."""
+    return f"{ORIGIN} {json.dumps(events, separators=(',', ':'))}".encode()
+
+
+def decode(body: bytes) -> list[Event] | None:
+    """The events of a message from another process (None for one of this process's own)."""
+    origin, _, events = body.partition(b" ")
+    if origin == _ORIGIN_BYTES:
+        return None
+    return [(sequence, payload) for sequence, payload in json.loads(events)]
+
+
 def publish(task_id: str, events: list[Event]) -> None:
     """Hand events to this process's subscribers and, in distributed mode, to Redis."""
     deliver_local(task_id, events)
     if settings.REDIS_URL:
-        body = json.dumps({"origin": ORIGIN, "events": events}, separators=(",", ":"))
+        body = encode(events)
         try:
             redis_client().publish(CHANNEL_PREFIX + task_id, body)
         except redis.RedisError:
@@ -96,16 +150,31 @@ def redis_client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-async def subscribe(task_id: str) -> Subscription:
-    subscription = Subscription(task_id)
+async def subscribe(
+    task_id: str, idle_after: float | None = None, wait: bool = True
+) -> Subscription:
+    """Events of the task from now on. With `wait`, return once the Redis SUBSCRIBE has gone
+    out, as a caller that reads the task next must (events after its read come over Redis);
+    a stream's new task, whose id nobody else has yet, need not wait for it."""
+    subscription = Subscription(task_id, idle_after)
     with _lock:
         _subscribers[task_id].add(subscription)
     if settings.REDIS_URL:
-        await listener_for(subscription.loop).add(task_id)
+        listener = listener_for(subscription.loop)
+        subscription.redis_command = listener.add(task_id)
+        if wait:
+            await listener.sent(subscription.redis_command)
     return subscription
 
 
-async def unsubscribe(subscription: Subscription) -> None:
+async def in_place(subscription: Subscription) -> None:
+    """Wait until the subscription's Redis SUBSCRIBE has gone out (at once without Redis)."""
+    if settings.REDIS_URL:
+        await listener_for(subscription.loop).sent(subscription.redis_command)
+
+
+def unsubscribe(subscription: Subscription) -> None:
+    subscription.close()
     with _lock:
         subs = _subscribers.get(subscription.task_id)
         if subs is not None:
@@ -113,38 +182,91 @@ async def unsubscribe(subscription: Subscription) -> None:
             if not subs:
                 del _subscribers[subscription.task_id]
     if settings.REDIS_URL:
-        await listener_for(subscription.loop).remove(subscription.task_id)
+        listener_for(subscription.loop).remove(subscription.task_id)
 
 
 class RedisListener:
-    """One Redis subscription per event loop, shared by that loop's subscribers."""
+    """One Redis subscription per event loop, shared by that loop's subscribers.
+
+    Its SUBSCRIBE and UNSUBSCRIBE commands go out in order from one task, so that a stream
+    need not wait for them: redis-py spends three loop turns on each, and under load a turn
+    is every other stream's work."""
 
     def __init__(self) -> None:
-        self.client = aioredis.Redis.from_url(settings.REDIS_URL)
+        self.client = redis_clients.async_client(settings.REDIS_URL)
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self.counts: dict[str, int] = defaultdict(int)
         self.reader: asyncio.Task[None] | None = None
         self.replies: Replies | None = None  # kept once subscribed
+        self.commands: list[tuple[str, str]] = []  # (verb, channel), in order
+        self.sender: asyncio.Task[None] | None = None
+        self.asked = 0  # commands asked for, and gone out (or failed)
+        self.done = 0
+        self.subscribed_by: dict[str, int] = {}  # task id -> its SUBSCRIBE's number
+        self.replies_command = 0
+        self.waiters: list[tuple[int, asyncio.Future[None]]] = []
 
-    async def listen_for_replies(self, replies: Replies) -> None:
+    def listen_for_replies(self, replies: Replies) -> int:
         if self.replies is None:
             self.replies = replies
-            await self.pubsub.subscribe(replies.channel)
-        if self.reader is None or self.reader.done():
-            self.reader = asyncio.create_task(self.read())
+            self.replies_command = self.command("subscribe", replies.channel)
+        return self.replies_command
 
-    async def add(self, task_id: str) -> None:
+    def add(self, task_id: str) -> int:
+        """Count a subscriber of the task; the number of the command its SUBSCRIBE is (or
+        was) in."""
         self.counts[task_id] += 1
         if self.counts[task_id] == 1:
-            await self.pubsub.subscribe(CHANNEL_PREFIX + task_id)
-        if self.reader is None or self.reader.done():
-            self.reader = asyncio.create_task(self.read())
+            self.subscribed_by[task_id] = self.command("subscribe", CHANNEL_PREFIX + task_id)
+        return self.subscribed_by[task_id]
 
-    async def remove(self, task_id: str) -> None:
+    def remove(self, task_id: str) -> None:
         self.counts[task_id] -= 1
         if self.counts[task_id] <= 0:
             del self.counts[task_id]
-            await self.pubsub.unsubscribe(CHANNEL_PREFIX + task_id)
+            del self.subscribed_by[task_id]
+            self.command("unsubscribe", CHANNEL_PREFIX + task_id)
+
+    def command(self, verb: str, channel: str) -> int:
+        self.commands.append((verb, channel))
+        self.asked += 1
+        if self.sender is None or self.sender.done():
+            self.sender = asyncio.create_task(self.send_commands())
+        return self.asked
+
+    async def sent(self, command: int) -> None:
+        """Wait until command number `command` has gone out."""
+        if self.done < command:
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiters.append((command, waiter))
+            await waiter
+
+    async def send_commands(self) -> None:
+        while self.commands:
+            verb, count = self.commands[0][0], 1
+            while count < len(self.commands) and self.commands[count][0] == verb:
+                count += 1
+            batch, self.commands = self.commands[:count], self.commands[count:]
+            try:
+                await getattr(self.pubsub, verb)(*(channel for _, channel in batch))
+            except (redis.RedisError, ConnectionError, OSError):
+                # The stream still gets this process's own events; redis-py subscribes
+                # again to what it was asked for once it reconnects.
+                logger.exception("could not %s %d task channels", verb, len(batch))
+            self.done += len(batch)
+            self.wake_waiters()
+            if self.reader is None or self.reader.done():
+                self.reader = asyncio.create_task(self.read())
+
+    def wake_waiters(self) -> None:
+        still = []
+        for wanted, waiter in self.waiters:
+            if wanted <= self.done:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still.append((wanted, waiter))
+        self.waiters = still
 
     async def read(self) -> None:
         while self.counts or self.replies is not None:
@@ -167,9 +289,9 @@ class RedisListener:
             wanted = task_id in _subscribers
         if not wanted:
             return
-        body = json.loads(message["data"])
-        if body.get("origin") != ORIGIN:
-            deliver_local(task_id, [tuple(e) for e in body["events"]])  # type: ignore[misc]
+        events = decode(message["data"])
+        if events is not None:
+            deliver_local(task_id, events)
 
 
 _listeners: dict[asyncio.AbstractEventLoop, RedisListener] = {}
@@ -225,7 +347,8 @@ async def expect_reply(task_id: str) -> tuple[str, asyncio.Future[bytes]]:
     loop = asyncio.get_running_loop()
     replies = replies_for(loop)
     if settings.REDIS_URL:
-        await listener_for(loop).listen_for_replies(replies)
+        listener = listener_for(loop)
+        await listener.sent(listener.listen_for_replies(replies))
     future = replies.waiting[task_id] = loop.create_future()
     return replies.channel, future
 
@@ -257,23 +380,49 @@ def send_reply(channel: str, task_id: str, body: bytes) -> None:
         logger.exception("could not reply to %s about task %s", channel, task_id)
 
 
-# Keyed weakly: a loop that ends (a test's, say) takes its client with it.
-_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
+class Publisher:
+    """One per event loop: its writers' events go to Redis in order, pipelined, from one task,
+    so a writer hands them over without waiting for Redis (this process's own subscribers have
+    them already). A reader elsewhere that misses some fills the gap from the database."""
+
+    def __init__(self) -> None:
+        self.client = redis_clients.async_client(settings.REDIS_URL)
+        self.pending: list[tuple[str, bytes]] = []
+        self.sender: asyncio.Task[None] | None = None
+
+    def publish(self, task_id: str, events: list[Event]) -> None:
+        self.pending.append((CHANNEL_PREFIX + task_id, encode(events)))
+        if self.sender is None or self.sender.done():
+            self.sender = asyncio.create_task(self.send())
+
+    async def send(self) -> None:
+        while self.pending:
+            batch, self.pending = self.pending, []
+            try:
+                async with (
+                    asyncio.timeout(redis_clients.REDIS_WAIT_SECONDS),
+                    self.client.pipeline(transaction=False) as pipe,
+                ):
+                    for channel, body in batch:
+                        pipe.publish(channel, body)
+                    await pipe.execute()
+            except (redis.RedisError, ConnectionError, OSError, TimeoutError):
+                logger.exception("could not publish %d batches of task events", len(batch))
+
+
+# Keyed weakly: a loop that ends (a test's, say) takes its publisher with it.
+_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
     weakref.WeakKeyDictionary()
 )
 
 
-async def publish_async(task_id: str, events: list[Event]) -> None:
-    """`publish` from an event loop: the Redis PUBLISH is awaited, not blocking the loop."""
+def publish_soon(task_id: str, events: list[Event]) -> None:
+    """`publish` from an event loop: subscribers here get the events now, Redis in a moment."""
     deliver_local(task_id, events)
     if not settings.REDIS_URL:
         return
     loop = asyncio.get_running_loop()
-    client = _async_clients.get(loop)
-    if client is None:
-        client = _async_clients[loop] = aioredis.Redis.from_url(settings.REDIS_URL)
-    body = json.dumps({"origin": ORIGIN, "events": events}, separators=(",", ":"))
-    try:
-        await client.publish(CHANNEL_PREFIX + task_id, body)
-    except (redis.RedisError, ConnectionError):
-        logger.exception("could not publish events of task %s", task_id)
+    publisher = _publishers.get(loop)
+    if publisher is None:
+        publisher = _publishers[loop] = Publisher()
+    publisher.publish(task_id, events)

@@ -271,7 +271,7 @@ async def open_task_async(
     task, writer, end = plan_open(spec, changes, runner)
     statement, params = sql.insert_all_statement(new_rows(task, writer))
     await asyncdb.execute(statement, params)
-    await events.publish_async(str(task.id), [(e.sequence, e.payload) for e in writer.events])
+    events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in writer.events])
     return opened(task, writer, end)
 
 
@@ -342,7 +342,7 @@ async def record_async(
     known.position += len(writer.messages)
     if known.history is not None:
         known.history.extend(message_to_pb(m) for m in writer.messages)
-    await events.publish_async(str(task_id), [(e.sequence, e.payload) for e in writer.events])
+    events.publish_soon(str(task_id), [(e.sequence, e.payload) for e in writer.events])
     snapshot = snapshot_of(writer.task, known) if end in ENDING_STATES else None
     return Outcome(end, writer.sequence, snapshot)
 

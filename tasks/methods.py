@@ -410,13 +410,13 @@ async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:
             ended.cancel()
         return reply.result() if reply.done() else b""
     finally:
-        await events.unsubscribe(subscription)
+        events.unsubscribe(subscription)
 
 
 async def end_event(subscription: events.Subscription) -> None:
     while True:
-        _, payload = await subscription.get()
-        if event_ends_stream(payload):
+        event = await subscription.get()
+        if isinstance(event, tuple) and event_ends_stream(event[1]):
             return
 
 

@@ -87,15 +87,23 @@ async def start(
     context: RequestContext,
     state: TaskState,
     stored: bool,
-    open_early: bool = False,
+    streamed: bool = False,
 ) -> TaskUpdater:
     """Start an executor's turn on this loop and return its updater (whose `settled` future
-    resolves when the task reaches a final or interrupted state, or the agent replies)."""
+    resolves when the task reaches a final or interrupted state, or the agent replies).
+
+    A streamed turn stores its task as early as it can, since its stream opens with it:
+    before the executor runs, unless the executor may answer with a single Message instead
+    (then at its first act)."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
-    updater.open_early = open_early
+    updater.open_early = streamed
     if stored:
         updater.known = lifecycle.Known(spec.context_id, len(context.history))
     run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())
+    if streamed and not stored and not run.executor.replies_with_messages:
+        await updater.flush()
+        if updater.stopped:
+            return updater  # not written: `settled` holds the error
     with _running_lock:
         RUNNING[updater.task_id] = run
     ensure_maintenance()
@@ -109,7 +117,9 @@ async def execute(run: Run) -> None:
     updater = run.updater
     limit = run.context.agent.task_timeout_seconds
     try:
-        await asyncio.wait_for(run.executor.execute(run.context, updater), limit)
+        # In this task (wait_for would start another, one more loop turn before the agent runs).
+        async with asyncio.timeout(limit):
+            await run.executor.execute(run.context, updater)
     except TimeoutError:
         logger.warning("task %s ran past its limit of %s s", updater.task_id, limit)
         with contextlib.suppress(Exception):

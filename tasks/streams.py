@@ -9,12 +9,12 @@ duplicate. A stream ends after the event that puts the task in a final or interr
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connection
 
 from agents.calls import Call
@@ -26,6 +26,9 @@ from tasks.updater import TaskUpdater, release_after_write
 from tasks.wire import event_ends_stream, to_json
 
 StreamItem = tuple[int | None, dict[str, Any]]
+# Yielded when the line has been quiet a while (SSE_HEARTBEAT_SECONDS): the stream sends a
+# comment, so proxies keep it open.
+KEEP_ALIVE: StreamItem = (None, {})
 
 
 def released(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -57,9 +60,15 @@ async def follow(
     last = after
     while True:
         if first is not None:
-            (sequence, payload), first = first, None
+            received: events.Event | events.Marker = first
+            first = None
         else:
-            sequence, payload = await subscription.get()
+            received = await subscription.get()
+        if received is events.IDLE:
+            yield KEEP_ALIVE
+        if isinstance(received, events.Marker):
+            continue
+        sequence, payload = received
         if sequence <= last:
             continue
         if sequence > last + 1:
@@ -71,19 +80,27 @@ async def follow(
             return
 
 
+async def open_subscription(task_id: str, wait: bool = True) -> events.Subscription:
+    return await events.subscribe(task_id, idle_after=settings.SSE_HEARTBEAT_SECONDS, wait=wait)
+
+
 async def send_streaming_message(
     call: Call, request: pb.SendMessageRequest
 ) -> AsyncIterator[StreamItem]:
     release_after_write.set(True)
     turn = await prepare_turn(call, request)
-    subscription = await events.subscribe(str(turn.spec.id))
+    # Only an inline turn of a new task starts before its subscription is in place: nobody
+    # else has the task's id until its first event goes out, and this process runs it.
+    inline = turn.spec.execution_mode != ExecutionMode.WORKER
+    subscription = await open_subscription(str(turn.spec.id), wait=turn.stored or not inline)
     try:
         snapshot, after = (None, 0)
         if turn.stored:
             snapshot, after = await released(follow_up_snapshot)(turn)
         updater = await start_streamed_turn(call, turn)
+        await events.in_place(subscription)
     except BaseException:
-        await events.unsubscribe(subscription)
+        events.unsubscribe(subscription)
         raise
     return stream_turn(subscription, turn, snapshot, after, updater)
 
@@ -100,7 +117,7 @@ async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
         await queue_turn(turn.spec, turn.stored)
         return None
     return await runner.start(
-        call.agent, turn.spec, turn.context, turn.state, turn.stored, open_early=True
+        call.agent, turn.spec, turn.context, turn.state, turn.stored, streamed=True
     )
 
 
@@ -116,29 +133,41 @@ async def stream_turn(
         if snapshot is not None:
             yield None, {"task": to_json(snapshot)}
         elif updater is not None:
-            first, reply = await first_event(subscription, updater)
-            if reply is not None:
-                yield None, {"message": to_json(reply)}
-                return
+            async for item in opening(subscription, updater):
+                sequence, payload = item
+                if item is KEEP_ALIVE:
+                    yield item
+                elif sequence is None:
+                    yield item  # the agent answered with a Message: that is the whole stream
+                    return
+                else:
+                    first = (sequence, payload)
         async for item in follow(subscription, str(turn.spec.id), after, first):
             yield item
     finally:
-        await events.unsubscribe(subscription)
+        events.unsubscribe(subscription)
 
 
-async def first_event(
+async def opening(
     subscription: events.Subscription, updater: TaskUpdater
-) -> tuple[events.Event | None, pb.Message | None]:
-    """The turn's first event, or the single Message an inline agent may answer with instead
-    of a task (then that is the whole stream)."""
-    first = asyncio.ensure_future(subscription.get())
-    waiters: set[asyncio.Future[Any]] = {first, updater.settled}
-    done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    if first in done:
-        return first.result(), None
-    first.cancel()
-    settled = updater.settled.result()
-    return None, settled if isinstance(settled, pb.Message) else None
+) -> AsyncIterator[StreamItem]:
+    """Until the turn's first event: keep-alives, then that event; or the single Message an
+    inline agent may answer with instead of a task; or nothing, when the turn settled before
+    any event came (its events follow). The turn settling nudges the subscription, so the
+    stream waits on one queue."""
+    updater.settled.add_done_callback(lambda _: subscription.nudge())
+    while True:
+        received = await subscription.get()
+        if received is events.IDLE:
+            yield KEEP_ALIVE
+        elif isinstance(received, tuple):
+            yield received
+            return
+        elif updater.settled.done():
+            settled = updater.settled.result()  # a turn that failed unwritten raises here
+            if isinstance(settled, pb.Message):
+                yield None, {"message": to_json(settled)}
+            return
 
 
 async def subscribe_to_task(
@@ -149,12 +178,12 @@ async def subscribe_to_task(
         raise UnsupportedOperationError(
             f"Task {request.id} is {task.state}; there is nothing to follow."
         )
-    subscription = await events.subscribe(str(task.id))
+    subscription = await open_subscription(str(task.id))
     try:
         await released(task.refresh_from_db)()
         snapshot = await released(load_task)(task, None)
     except BaseException:
-        await events.unsubscribe(subscription)
+        events.unsubscribe(subscription)
         raise
     return resubscribed(subscription, task.id, snapshot, task.last_sequence, call.last_event_id)
 
@@ -181,4 +210,4 @@ async def resubscribed(
         async for item in follow(subscription, str(task_id), after):
             yield item
     finally:
-        await events.unsubscribe(subscription)
+        events.unsubscribe(subscription)

@@ -40,6 +40,11 @@ class RequestContext:
 class Executor:
     """Base class: subclasses implement `execute`; `cancel` may release resources."""
 
+    # Whether a turn may answer with a single Message instead of a task. A streamed turn of
+    # an executor that never does has its task stored before the executor runs, so the
+    # stream opens with the task at once; otherwise at the executor's first act.
+    replies_with_messages = True
+
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
 

@@ -19,6 +19,8 @@ def chunk_count(settings: dict[str, object]) -> int:
 
 
 class EchoExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         await updater.start_work()
         chunks = chunk_count(context.settings)

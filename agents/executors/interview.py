@@ -9,6 +9,8 @@ DEFAULT_QUESTION = "What is your name?"
 
 
 class InterviewExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         question = str(context.settings.get("question", DEFAULT_QUESTION))
         if not context.is_continuation:

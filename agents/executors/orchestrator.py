@@ -94,6 +94,8 @@ def final_message(answers: list[Answer]) -> pb.Message:
 
 
 class OrchestratorExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         slugs = agent_slugs(context)
         if not slugs:

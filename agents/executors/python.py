@@ -101,6 +101,8 @@ def as_parts(value: Any) -> list[pb.Part]:
 
 
 class PythonExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         function = await choose(context)
         await updater.start_work()

@@ -19,6 +19,8 @@ def requested_seconds(text: str, default: float) -> float:
 
 
 class SlowExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         seconds = requested_seconds(context.text(), float(context.settings.get("seconds", 5)))
         step = float(context.settings.get("step", 1.0))

@@ -17,6 +17,8 @@ PARAGRAPHS = [
 
 
 class WriterExecutor(Executor):
+    replies_with_messages = False
+
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         topic = context.text().strip() or "agents"
         chunks = [f"On {topic}.\n\n", *(p + "\n\n" for p in PARAGRAPHS)]

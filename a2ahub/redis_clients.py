@@ -1,0 +1,18 @@
+"""Async Redis clients for the hub's event loops.
+
+redis-py gives every connection a 5 s socket timeout by default and enforces it on each write
+with `asyncio.wait_for`: a task and two more loop turns for every command, which under load
+means waiting on every other stream's work twice. These clients have no socket timeout; a
+caller that could wait on Redis for long bounds the wait itself (`REDIS_WAIT_SECONDS` with
+`asyncio.timeout`, which costs no task), and pub/sub reads pass their own timeout.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+
+REDIS_WAIT_SECONDS = 5.0
+
+
+def async_client(url: str) -> aioredis.Redis:
+    return aioredis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5)
