@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
@@ -41,6 +42,21 @@ enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
 LEND_SECONDS = 60.0
 
 
+@dataclass
+class Lent:
+    """A connection had from the pool, with a cursor of its own (kept: psycopg keeps the
+    adapters a statement's parameters need per cursor, while it runs the same statement) and
+    when it came from the pool."""
+
+    conn: AsyncConnection[Any]
+    cursor: AsyncRawCursor[Any]
+    since: float
+
+    @property
+    def due(self) -> bool:
+        return time.monotonic() - self.since > LEND_SECONDS
+
+
 class Lender:
     """The connections of one loop's pool, lent here. Once the pool has given out what it may,
     a caller waits here for one to be given back. Everything runs on the loop's thread, so
@@ -51,28 +67,27 @@ class Lender:
         self.size = size  # how many this lender may have from the pool at once
         self.timeout = timeout
         self.lent = 0  # had from the pool and not given back to it
-        # Idle connections with when each came from the pool, first in first out, so that each
-        # is soon due back at the pool.
-        self.idle: deque[tuple[AsyncConnection[Any], float]] = deque()
+        # First in first out, so that each is soon due back at the pool.
+        self.idle: deque[Lent] = deque()
         self.waiting: deque[asyncio.Future[None]] = deque()
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        conn, since = await self.take()
+    async def cursor(self) -> AsyncIterator[AsyncRawCursor[Any]]:
+        lent = await self.take()
         try:
-            yield conn
+            yield lent.cursor
         finally:
-            await self.give_back(conn, since)
+            await self.give_back(lent)
 
-    async def take(self) -> tuple[AsyncConnection[Any], float]:
+    async def take(self) -> Lent:
         try:
             async with asyncio.timeout(self.timeout):
                 while True:
                     while self.idle:
-                        conn, since = self.idle.popleft()
-                        if time.monotonic() - since <= LEND_SECONDS:
-                            return conn, since
-                        await self.return_to_pool(conn)
+                        lent = self.idle.popleft()
+                        if not lent.due:
+                            return lent
+                        await self.return_to_pool(lent)
                     if self.lent < self.size:
                         return await self.take_from_pool()
                     waiter = asyncio.get_running_loop().create_future()
@@ -81,35 +96,35 @@ class Lender:
         except TimeoutError:
             raise PoolTimeout(f"no database connection within {self.timeout} s") from None
 
-    async def take_from_pool(self) -> tuple[AsyncConnection[Any], float]:
+    async def take_from_pool(self) -> Lent:
         self.lent += 1
         try:
-            return await self.pool.getconn(), time.monotonic()
+            conn = await self.pool.getconn()
         except BaseException:
             self.lent -= 1
             raise
+        return Lent(conn, AsyncRawCursor(conn), time.monotonic())
 
-    async def give_back(self, conn: AsyncConnection[Any], since: float) -> None:
-        if conn.pgconn.transaction_status == TransactionStatus.IDLE and (
-            time.monotonic() - since <= LEND_SECONDS
-        ):
-            self.idle.append((conn, since))
+    async def give_back(self, lent: Lent) -> None:
+        if lent.conn.pgconn.transaction_status == TransactionStatus.IDLE and not lent.due:
+            self.idle.append(lent)
         else:
-            await self.return_to_pool(conn)  # the pool rolls back, replaces or renews it
+            await self.return_to_pool(lent)  # the pool rolls back, replaces or renews it
         while self.waiting:
             waiter = self.waiting.popleft()
             if not waiter.done():  # (one that timed out is done)
                 waiter.set_result(None)
                 break
 
-    async def return_to_pool(self, conn: AsyncConnection[Any]) -> None:
+    async def return_to_pool(self, lent: Lent) -> None:
         self.lent -= 1
-        await self.pool.putconn(conn)
+        await lent.cursor.close()
+        await self.pool.putconn(lent.conn)
 
     async def close(self) -> None:
         idle, self.idle = self.idle, deque()
-        for conn, _ in idle:
-            await self.return_to_pool(conn)
+        for lent in idle:
+            await self.return_to_pool(lent)
         await self.pool.close()
 
 
@@ -177,7 +192,7 @@ async def open_pool() -> Lender:
 
 async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[tuple[Any, ...]]:
     """Run one statement in autocommit (atomic on its own); its rows if `fetch`."""
-    async with (await pool()).connection() as conn, AsyncRawCursor(conn) as cursor:
+    async with (await pool()).cursor() as cursor:
         await cursor.execute(native(sql), params)
         return list(await cursor.fetchall()) if fetch else []
 

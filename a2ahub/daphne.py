@@ -1,44 +1,50 @@
 """daphne, as the hub runs it: `python -m a2ahub.daphne` takes daphne's own arguments.
 
-Two changes, both for streams' small frames:
+Three changes, for streams' small frames and for the event loop under them:
+- Twisted's reactor runs on uvloop's event loop rather than asyncio's own: the same work
+  took a tenth less CPU (one loop turn is every stream's ready work, so every wait on the
+  loop got shorter too).
 - Every connection gets TCP_NODELAY. Twisted leaves Nagle's algorithm on, so a frame waited
   for the client's delayed ACK (about 40 ms) whenever one went out while the previous one was
   unacknowledged: a stream's first event came 50 ms late on an idle server.
 - A part of a streamed body is written to the socket at once. Twisted buffers writes until the
   reactor's next turn, and in that turn everything else that was ready runs first (for a new
   stream, the whole agent turn it just started): its first event waited for all of it.
-asyncio servers (uvicorn) do both by default.
+uvicorn with its standard extras does all three by default.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from typing import Any
 
-from daphne.cli import CommandLineInterface
-from daphne.http_protocol import WebRequest
-from twisted.web import http
 
-_connection_made = http.HTTPChannel.connectionMade
+def install_reactor() -> None:
+    """Before daphne is imported: it installs Twisted's asyncio reactor on a loop of its own
+    unless one is installed already."""
+    import uvloop
+    from twisted.internet import asyncioreactor
+
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    asyncioreactor.install(loop)
 
 
-def connection_made(self: http.HTTPChannel) -> None:
-    _connection_made(self)
+def connection_made(original: Any, channel: Any) -> None:
+    original(channel)
     with contextlib.suppress(Exception):  # not a TCP transport (a UNIX socket, say)
-        self.transport.setTcpNoDelay(True)  # type: ignore[union-attr]
+        channel.transport.setTcpNoDelay(True)
 
 
-_handle_reply = WebRequest.handle_reply
-
-
-def handle_reply(self: WebRequest, message: dict[str, Any]) -> None:
-    _handle_reply(self, message)
+def handle_reply(original: Any, request: Any, message: dict[str, Any]) -> None:
+    original(request, message)
     if message["type"] == "http.response.body" and message.get("more_body"):
-        write_now(self.channel)
+        write_now(request.channel)
 
 
-def write_now(channel: http.HTTPChannel | None) -> None:
+def write_now(channel: Any) -> None:
     """What the reactor does once the socket is writable, done now. A write that fails leaves
     the data buffered and the socket watched, so the reactor meets the error and closes."""
     transport = getattr(channel, "transport", None)
@@ -48,9 +54,23 @@ def write_now(channel: http.HTTPChannel | None) -> None:
         transport.doWrite()
 
 
+def patch(owner: type, name: str, wrapper: Any) -> None:
+    original = getattr(owner, name)
+
+    def patched(self: Any, *args: Any) -> Any:
+        return wrapper(original, self, *args)
+
+    setattr(owner, name, patched)
+
+
 def main() -> None:
-    http.HTTPChannel.connectionMade = connection_made  # type: ignore[method-assign]
-    WebRequest.handle_reply = handle_reply  # type: ignore[method-assign]
+    install_reactor()
+    from daphne.cli import CommandLineInterface
+    from daphne.http_protocol import WebRequest
+    from twisted.web import http
+
+    patch(http.HTTPChannel, "connectionMade", connection_made)
+    patch(WebRequest, "handle_reply", handle_reply)
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()
 

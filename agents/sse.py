@@ -16,7 +16,7 @@ from typing import Any
 from django.http import StreamingHttpResponse
 
 from agents.errors import A2AError, error_object, internal_error
-from tasks.streams import KEEP_ALIVE, StreamItem
+from tasks.streams import KEEP_ALIVE, PAUSE, StreamItem
 from tasks.wire import stream_event_json
 
 
@@ -31,22 +31,33 @@ async def frames(
 ) -> AsyncIterator[bytes]:
     # The items' generator waits on its task's subscription alone, which also says when the
     # line has been quiet (KEEP_ALIVE): an event is framed the loop turn after it arrives.
+    # Frames go out when the stream pauses (PAUSE), so a burst of events is one write.
+    pending: list[bytes] = []
     try:
         async for item in items:
-            if item is KEEP_ALIVE:
-                yield b": keep-alive\n\n"
-                continue
-            sequence, event = item
-            yield frame(request_id, sequence, {"result": stream_event_json(event, version)})
+            if item is PAUSE:
+                if pending:
+                    yield b"".join(pending)
+                    pending.clear()
+            elif item is KEEP_ALIVE:
+                pending.append(b": keep-alive\n\n")
+            else:
+                sequence, event = item
+                result = {"result": stream_event_json(event, version)}
+                pending.append(frame(request_id, sequence, result))
     except A2AError as exc:
-        yield frame(request_id, None, {"error": error_object(exc, version)})
+        pending.append(frame(request_id, None, {"error": error_object(exc, version)}))
     except Exception as exc:
-        yield frame(request_id, None, {"error": error_object(internal_error(exc), version)})
+        pending.append(
+            frame(request_id, None, {"error": error_object(internal_error(exc), version)})
+        )
     finally:
         # Closing the items' generator where it waits releases what the stream held (its
         # subscription, say).
         with contextlib.suppress(Exception):
             await items.aclose()  # type: ignore[attr-defined]
+    if pending:
+        yield b"".join(pending)
 
 
 def sse_response(

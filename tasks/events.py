@@ -104,6 +104,11 @@ class Subscription:
         if self.idle_timer is not None:
             self.idle_timer.cancel()
 
+    @property
+    def ready(self) -> bool:
+        """Whether `get` has something at once."""
+        return not self.queue.empty()
+
     async def get(self) -> Event | Marker:
         return await self.queue.get()
 

@@ -35,6 +35,7 @@ from tasks.wire import (
     PB_TO_ROLE,
     STATE_TO_PB,
     message_to_pb,
+    status_to_pb,
     task_to_pb,
     to_json,
 )
@@ -244,9 +245,13 @@ def stamp(message: pb.Message, task: Task, role: int) -> pb.Message:
     return stamped
 
 
-def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -> Outcome:
+def open_task(
+    spec: NewTask, changes: Sequence[Change] = (), runner: str = "", history: bool = True
+) -> Outcome:
     """Store a new task with its first message and, in the same transaction, any changes the
-    executor already made (a fast agent's whole life is one transaction)."""
+    executor already made (a fast agent's whole life is one transaction). Without `history`
+    the outcome knows no messages, and the turn's end carries no snapshot of the task (a
+    stream, say, has no use for one)."""
     task, writer, end = plan_open(spec, changes, runner)
     if spec.push_config is None and sql.can_insert_in_one_statement():
         sql.insert_all(new_rows(task, writer))
@@ -260,11 +265,11 @@ def open_task(spec: NewTask, changes: Sequence[Change] = (), runner: str = "") -
                 create_config(task, spec.push_config)
             writer.save_rows()
             after_commit(writer)
-    return opened(task, writer, end)
+    return opened(task, writer, end, history)
 
 
 async def open_task_async(
-    spec: NewTask, changes: Sequence[Change] = (), runner: str = ""
+    spec: NewTask, changes: Sequence[Change] = (), runner: str = "", history: bool = True
 ) -> Outcome:
     """`open_task` in one statement from the event loop (PostgreSQL, no webhook given)."""
     assert spec.push_config is None
@@ -272,7 +277,7 @@ async def open_task_async(
     statement, params = sql.insert_all_statement(new_rows(task, writer))
     await asyncdb.execute(statement, params)
     events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in writer.events])
-    return opened(task, writer, end)
+    return opened(task, writer, end, history)
 
 
 def plan_open(
@@ -288,8 +293,13 @@ def plan_open(
     )  # fmt: skip
     task.push_enabled = spec.push_config is not None
     writer = Writer(task, 0, now)
-    first = writer.add_message(stamp(spec.message, task, pb.ROLE_USER), 0)
-    writer.add_event("task", {"task": to_json(task_to_pb(task, [first]))})
+    first = stamp(spec.message, task, pb.ROLE_USER)
+    writer.add_message(first, 0)
+    opening = pb.Task(id=str(task.id), context_id=task.context_id, status=status_to_pb(task))
+    opening.history.append(first)
+    if task.metadata:
+        opening.metadata.update(task.metadata)
+    writer.add_event("task", {"task": to_json(opening)})
     # A new task's artifacts are all new rows: none is updated in place.
     apply_changes(writer, changes, {}, 1)
     task.last_sequence = writer.sequence
@@ -300,14 +310,14 @@ def new_rows(task: Task, writer: Writer) -> list[Sequence[Any]]:
     return [[task], writer.messages, writer.artifacts, writer.events]
 
 
-def opened(task: Task, writer: Writer, end: TaskState) -> Outcome:
+def opened(task: Task, writer: Writer, end: TaskState, history: bool) -> Outcome:
     snapshot = None
-    if end in ENDING_STATES:
+    if end in ENDING_STATES and history:
         snapshot = task_to_pb(task, writer.messages, writer.artifacts)
     known = Known(
         task.context_id, len(writer.messages), {a.artifact_id: a for a in writer.artifacts},
         push_enabled=task.push_enabled, metadata=task.metadata,
-        history=[message_to_pb(m) for m in writer.messages],
+        history=[message_to_pb(m) for m in writer.messages] if history else None,
     )  # fmt: skip
     return Outcome(end, writer.sequence, snapshot, known)
 

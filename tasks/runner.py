@@ -97,6 +97,7 @@ async def start(
     (then at its first act)."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
     updater.open_early = streamed
+    updater.snapshots = not streamed
     if stored:
         updater.known = lifecycle.Known(spec.context_id, len(context.history))
     run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())

@@ -29,6 +29,9 @@ StreamItem = tuple[int | None, dict[str, Any]]
 # Yielded when the line has been quiet a while (SSE_HEARTBEAT_SECONDS): the stream sends a
 # comment, so proxies keep it open.
 KEEP_ALIVE: StreamItem = (None, {})
+# Yielded when the stream is about to wait: what it yielded since can go out together (a fast
+# agent's whole turn in one write to the socket, not one a frame).
+PAUSE: StreamItem = (None, {})
 
 
 def released(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -63,6 +66,8 @@ async def follow(
             received: events.Event | events.Marker = first
             first = None
         else:
+            if not subscription.ready:
+                yield PAUSE
             received = await subscription.get()
         if received is events.IDLE:
             yield KEEP_ALIVE
@@ -72,6 +77,7 @@ async def follow(
         if sequence <= last:
             continue
         if sequence > last + 1:
+            yield PAUSE
             for item in await released(stored_events)(task_id, last, sequence - 1):
                 yield item
         last = sequence
@@ -135,7 +141,7 @@ async def stream_turn(
         elif updater is not None:
             async for item in opening(subscription, updater):
                 sequence, payload = item
-                if item is KEEP_ALIVE:
+                if item is KEEP_ALIVE or item is PAUSE:
                     yield item
                 elif sequence is None:
                     yield item  # the agent answered with a Message: that is the whole stream
@@ -157,6 +163,8 @@ async def opening(
     stream waits on one queue."""
     updater.settled.add_done_callback(lambda _: subscription.nudge())
     while True:
+        if not subscription.ready:
+            yield PAUSE
         received = await subscription.get()
         if received is events.IDLE:
             yield KEEP_ALIVE
@@ -202,6 +210,7 @@ async def resubscribed(
             return
         after = snapshot_sequence
         if last_event_id is not None and last_event_id < snapshot_sequence:
+            yield PAUSE
             missed = await released(stored_events)(str(task_id), last_event_id, snapshot_sequence)
             for item in missed:
                 yield item

@@ -67,6 +67,9 @@ class TaskUpdater:
         # A streamed turn stores its task at the agent's first change, before the agent goes
         # on: the stream shows the task then, not when a fast agent's whole turn is written.
         self.open_early = False
+        # Whether the turn's end must carry the whole task (a blocking send or a job's reply
+        # answers with it); a stream's does not.
+        self.snapshots = True
         self.buffer: list[Change] = []
         self.stopped = False
         self.settled: asyncio.Future[Outcome | pb.Message] = (
@@ -192,7 +195,9 @@ class TaskUpdater:
             return self._write(changes)
         if asyncdb.available():
             if not self.stored and self.spec.push_config is None:
-                outcome = await lifecycle.open_task_async(self.spec, changes, runner=self.runner)
+                outcome = await lifecycle.open_task_async(
+                    self.spec, changes, runner=self.runner, history=self.snapshots
+                )
                 self.stored = True
                 self.known = outcome.known
                 return outcome
@@ -213,7 +218,9 @@ class TaskUpdater:
 
     def _write_changes(self, changes: list[Change]) -> Outcome:
         if not self.stored:
-            outcome = lifecycle.open_task(self.spec, changes, runner=self.runner)
+            outcome = lifecycle.open_task(
+                self.spec, changes, runner=self.runner, history=self.snapshots
+            )
             self.stored = True
             self.known = outcome.known
             return outcome

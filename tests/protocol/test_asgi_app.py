@@ -170,7 +170,8 @@ async def test_a_client_that_leaves_a_stream_frees_its_subscription(app: None) -
     start = await communicator.receive_output(10)
     assert start["status"] == 200
     first = await communicator.receive_output(10)
-    task_id = json.loads(first["body"].split(b"data: ", 1)[1])["result"]["task"]["id"]
+    # (A chunk holds the frames that were ready together: the task, perhaps its first status.)
+    task_id = frames_of(first["body"])[0][1]["task"]["id"]
     assert task_id in events._subscribers
 
     await communicator.send_input({"type": "http.disconnect"})
