@@ -11,13 +11,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import asyncdb
 from tasks import events, sql
@@ -163,17 +164,21 @@ class Writer:
         self.task.state = change.state
         self.task.status_timestamp = self.now
         self.task.status_message = None
-        status = pb.TaskStatus(state=STATE_TO_PB[change.state])
-        status.timestamp.FromDatetime(self.now)
+        status: dict[str, Any] = {"state": pb.TaskState.Name(STATE_TO_PB[change.state])}
         if change.message is not None:
             message = stamp(change.message, self.task, pb.ROLE_AGENT)
             self.add_message(message, position)
-            self.task.status_message = to_json(message)
-            status.message.CopyFrom(message)
-        update = pb.TaskStatusUpdateEvent(
-            task_id=str(self.task.id), context_id=self.task.context_id, status=status
-        )
-        self.add_event("status", {"statusUpdate": to_json(update)})
+            self.task.status_message = status["message"] = to_json(message)
+        status["timestamp"] = self.timestamp
+        update = {"taskId": str(self.task.id), "contextId": self.task.context_id, "status": status}
+        self.add_event("status", {"statusUpdate": update})
+
+    @cached_property
+    def timestamp(self) -> str:
+        """`now` as the protobuf JSON of a Timestamp, for every status of the batch."""
+        stamp = Timestamp()
+        stamp.FromDatetime(self.now)
+        return stamp.ToJsonString()
 
     def artifact(self, change: ArtifactChange, existing: dict[str, Artifact]) -> None:
         artifact = change.artifact
@@ -194,11 +199,16 @@ class Writer:
             row = artifact_row(self.task, artifact, parts, len(existing), self.now)
             existing[artifact.artifact_id] = row
             self.artifacts.append(row)
-        update = pb.TaskArtifactUpdateEvent(
-            task_id=str(self.task.id), context_id=self.task.context_id, artifact=artifact,
-            append=change.append, last_chunk=change.last_chunk,
-        )  # fmt: skip
-        self.add_event("artifact", {"artifactUpdate": to_json(update)})
+        update: dict[str, Any] = {
+            "taskId": str(self.task.id),
+            "contextId": self.task.context_id,
+            "artifact": artifact_json(artifact, parts),
+        }
+        if change.append:
+            update["append"] = True
+        if change.last_chunk:
+            update["lastChunk"] = True
+        self.add_event("artifact", {"artifactUpdate": update})
 
     def save_rows(self) -> None:
         Message.objects.bulk_create(self.messages)
@@ -214,6 +224,23 @@ class Writer:
             from push.queue import create_deliveries
 
             create_deliveries(self.task, self.events)
+
+
+def artifact_json(artifact: pb.Artifact, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The protobuf JSON of the artifact, given its parts' (events are written in bulk; the
+    generic mapping was a tenth of a streamed turn's CPU)."""
+    result: dict[str, Any] = {"artifactId": artifact.artifact_id}
+    if artifact.name:
+        result["name"] = artifact.name
+    if artifact.description:
+        result["description"] = artifact.description
+    if parts:
+        result["parts"] = parts
+    if artifact.HasField("metadata"):
+        result["metadata"] = to_json(artifact.metadata)
+    if artifact.extensions:
+        result["extensions"] = list(artifact.extensions)
+    return result
 
 
 def artifact_row(
