@@ -67,7 +67,7 @@ class Subscription:
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[Event | Marker] = asyncio.Queue()
         self.heard = False
-        self.redis_command = 0  # the listener's number for this subscription's SUBSCRIBE
+        self.redis_command = 0  # the listener's number for its SUBSCRIBE (0: none)
         self.idle_timer: asyncio.TimerHandle | None = None
         if idle_after:
             self.idle_timer = self.loop.call_later(idle_after, self.check_idle, idle_after)
@@ -156,26 +156,21 @@ def redis_client() -> redis.Redis:
 
 
 async def subscribe(
-    task_id: str, idle_after: float | None = None, wait: bool = True
+    task_id: str, idle_after: float | None = None, over_redis: bool = True
 ) -> Subscription:
-    """Events of the task from now on. With `wait`, return once the Redis SUBSCRIBE has gone
-    out, as a caller that reads the task next must (events after its read come over Redis);
-    a stream's new task, whose id nobody else has yet, need not wait for it."""
+    """Events of the task from now on: this process's own and, `over_redis`, other processes'
+    (returning once the Redis SUBSCRIBE has gone out, as a caller that reads the task next
+    must). A stream of a turn this process runs, on a task nobody else knows yet, listens here
+    alone: what others write to it (a cancel) stops the turn, which hands it over
+    (`deliver_local`)."""
     subscription = Subscription(task_id, idle_after)
     with _lock:
         _subscribers[task_id].add(subscription)
-    if settings.REDIS_URL:
+    if settings.REDIS_URL and over_redis:
         listener = listener_for(subscription.loop)
         subscription.redis_command = listener.add(task_id)
-        if wait:
-            await listener.sent(subscription.redis_command)
+        await listener.sent(subscription.redis_command)
     return subscription
-
-
-async def in_place(subscription: Subscription) -> None:
-    """Wait until the subscription's Redis SUBSCRIBE has gone out (at once without Redis)."""
-    if settings.REDIS_URL:
-        await listener_for(subscription.loop).sent(subscription.redis_command)
 
 
 def unsubscribe(subscription: Subscription) -> None:
@@ -186,7 +181,7 @@ def unsubscribe(subscription: Subscription) -> None:
             subs.discard(subscription)
             if not subs:
                 del _subscribers[subscription.task_id]
-    if settings.REDIS_URL:
+    if subscription.redis_command:
         listener_for(subscription.loop).remove(subscription.task_id)
 
 

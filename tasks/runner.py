@@ -152,10 +152,28 @@ async def finish(updater: TaskUpdater) -> None:
     if updater.stopped:
         if not updater.settled.done():
             updater.settled.set_result(lifecycle.Outcome(TaskState.CANCELED, 0))
+        if updater.open_early:
+            await hand_over_missed(updater)
         return
     if not updater.is_over:
         await updater.fail("The agent ended its turn without finishing the task.")
     await updater.flush()
+
+
+async def hand_over_missed(updater: TaskUpdater) -> None:
+    """A streamed turn stopped by someone else (a cancel, recovery) hands what they wrote to
+    the stream, which listens to this process alone (`events.subscribe`)."""
+    if updater.stored:
+        missed = await sync_to_async(read_events_released)(updater.task_id, updater.last_sequence)
+        if missed:
+            events.deliver_local(updater.task_id, missed)
+
+
+def read_events_released(task_id: str, after: int) -> list[events.Event]:
+    try:
+        return lifecycle.read_events(task_id, after)
+    finally:
+        connections[DEFAULT_DB_ALIAS].close()  # this thread may serve a long stream next
 
 
 def request_stop(task_id: str) -> bool:

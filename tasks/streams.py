@@ -19,9 +19,9 @@ from django.db import connection
 
 from agents.calls import Call
 from agents.errors import UnsupportedOperationError
-from tasks import events, runner
+from tasks import events, lifecycle, runner
 from tasks.methods import Turn, load_task, owned_task, prepare_turn, queue_turn
-from tasks.models import TERMINAL_STATES, ExecutionMode, Task, TaskEvent
+from tasks.models import TERMINAL_STATES, ExecutionMode, Task
 from tasks.updater import TaskUpdater, release_after_write
 from tasks.wire import event_ends_stream, to_json
 
@@ -48,13 +48,6 @@ def released(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     return sync_to_async(run)
 
 
-def stored_events(task_id: str, after: int, upto: int | None = None) -> list[StreamItem]:
-    rows = TaskEvent.objects.filter(task_id=task_id, sequence__gt=after)
-    if upto is not None:
-        rows = rows.filter(sequence__lte=upto)
-    return [(row.sequence, row.payload) for row in rows.order_by("sequence")]
-
-
 async def follow(
     subscription: events.Subscription, task_id: str, after: int, first: events.Event | None = None
 ) -> AsyncIterator[StreamItem]:
@@ -78,7 +71,7 @@ async def follow(
             continue
         if sequence > last + 1:
             yield PAUSE
-            for item in await released(stored_events)(task_id, last, sequence - 1):
+            for item in await released(lifecycle.read_events)(task_id, last, sequence - 1):
                 yield item
         last = sequence
         yield sequence, payload
@@ -86,8 +79,10 @@ async def follow(
             return
 
 
-async def open_subscription(task_id: str, wait: bool = True) -> events.Subscription:
-    return await events.subscribe(task_id, idle_after=settings.SSE_HEARTBEAT_SECONDS, wait=wait)
+async def open_subscription(task_id: str, over_redis: bool = True) -> events.Subscription:
+    return await events.subscribe(
+        task_id, idle_after=settings.SSE_HEARTBEAT_SECONDS, over_redis=over_redis
+    )
 
 
 async def send_streaming_message(
@@ -95,16 +90,15 @@ async def send_streaming_message(
 ) -> AsyncIterator[StreamItem]:
     release_after_write.set(True)
     turn = await prepare_turn(call, request)
-    # Only an inline turn of a new task starts before its subscription is in place: nobody
-    # else has the task's id until its first event goes out, and this process runs it.
+    # An inline turn of a new task runs here, and nobody else has the task's id before its
+    # first event goes out: its stream listens to this process alone (events.subscribe).
     inline = turn.spec.execution_mode != ExecutionMode.WORKER
-    subscription = await open_subscription(str(turn.spec.id), wait=turn.stored or not inline)
+    subscription = await open_subscription(str(turn.spec.id), over_redis=turn.stored or not inline)
     try:
         snapshot, after = (None, 0)
         if turn.stored:
             snapshot, after = await released(follow_up_snapshot)(turn)
         updater = await start_streamed_turn(call, turn)
-        await events.in_place(subscription)
     except BaseException:
         events.unsubscribe(subscription)
         raise
@@ -211,7 +205,9 @@ async def resubscribed(
         after = snapshot_sequence
         if last_event_id is not None and last_event_id < snapshot_sequence:
             yield PAUSE
-            missed = await released(stored_events)(str(task_id), last_event_id, snapshot_sequence)
+            missed = await released(lifecycle.read_events)(
+                str(task_id), last_event_id, snapshot_sequence
+            )
             for item in missed:
                 yield item
                 if event_ends_stream(item[1]):

@@ -58,6 +58,7 @@ class TaskUpdater:
         self.stored = stored
         self.state = state  # as the executor has made it, queued changes included
         self.stored_state = state  # as the database has it
+        self.last_sequence = 0  # of the events this updater wrote (0: none yet)
         # What this updater knows of the stored task (None: read it on the first write).
         self.known: lifecycle.Known | None = None
         self.runner = runner
@@ -186,6 +187,7 @@ class TaskUpdater:
                 self.settled.set_exception(internal_error(exc))
             return False
         self.stored_state = outcome.state
+        self.last_sequence = outcome.last_sequence
         if outcome.state in ENDING_STATES and not self.settled.done():
             self.settled.set_result(outcome)
         return True

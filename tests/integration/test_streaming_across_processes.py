@@ -142,3 +142,23 @@ def test_a_client_that_disconnects_frees_its_redis_subscription(
     finally:
         if task_id:
             call(web_a, "slow", V1, "cancel", {"id": task_id})
+
+
+@both_versions
+def test_an_inline_stream_ends_canceled_when_its_task_is_canceled_through_the_other_process(
+    web_a: httpx.Client, web_b: httpx.Client, version: str
+) -> None:
+    # The writer runs inline on A, whose stream listens to A alone; the cancel is written on B.
+    params = {"message": user_message(version, "lighthouses")}
+    with open_stream(web_a, "writer", version, "stream", params) as sent:
+        opening = sent.take(2)
+        task_id = payload(opening[0].result, version)["id"]
+        canceled = call(web_b, "writer", version, "cancel", {"id": task_id})["result"]
+        frames = opening + sent.rest()
+
+    assert state_of(canceled) == "canceled"
+    assert stored_ids(frames) == list(range(1, len(frames) + 1))
+    assert kind_of(frames[-1].result, version) == "status"
+    assert state_of(payload(frames[-1].result, version)) == "canceled"
+    stored = call(web_a, "writer", version, "get", {"id": task_id})["result"]
+    assert state_of(stored) == "canceled"
