@@ -9,21 +9,21 @@ subscription.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import StreamingHttpResponse
 
+from a2ahub import jsonbytes
 from agents.errors import A2AError, error_object, internal_error
 from tasks.streams import KEEP_ALIVE, PAUSE, StreamItem
 from tasks.wire import stream_event_json
 
 
 def frame(request_id: Any, sequence: int | None, body: dict[str, Any]) -> bytes:
-    message = json.dumps({"jsonrpc": "2.0", "id": request_id, **body}, ensure_ascii=False)
-    prefix = f"id: {sequence}\n" if sequence is not None else ""
-    return f"{prefix}data: {message}\n\n".encode()
+    message = jsonbytes.dumps({"jsonrpc": "2.0", "id": request_id, **body})
+    prefix = b"id: %d\n" % sequence if sequence is not None else b""
+    return prefix + b"data: " + message + b"\n\n"
 
 
 async def frames(

@@ -26,7 +26,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from a2ahub import redis_clients
+from a2ahub import jsonbytes, redis_clients
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ _lock = threading.Lock()
 def encode(events: list[Event]) -> bytes:
     """The Redis message: this process's origin, a space, the events as JSON. The origin comes
     first so that a process skips its own events, which Redis sends back, without parsing."""
-    return f"{ORIGIN} {json.dumps(events, separators=(',', ':'))}".encode()
+    return _ORIGIN_BYTES + b" " + jsonbytes.dumps(events)
 
 
 def decode(body: bytes) -> list[Event] | None:

@@ -33,6 +33,8 @@ from django.db.models import (
 )
 from psycopg.types.json import Jsonb
 
+from a2ahub import jsonbytes
+
 
 @cache
 def builder() -> BaseDatabaseWrapper:
@@ -89,7 +91,7 @@ def prepared_by_django(field: Field, value: Any) -> Any:
 
 
 def as_jsonb(value: Any) -> Any:
-    return None if value is None else Jsonb(value)
+    return None if value is None else Jsonb(value, dumps=jsonbytes.dumps)
 
 
 def as_int(value: Any) -> Any:
