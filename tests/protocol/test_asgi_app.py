@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
+from django.conf import settings
 from django.db import connection
 
 from a2ahub import asyncdb
@@ -264,3 +265,105 @@ async def test_a_stream_shows_the_task_when_the_agent_starts_not_when_it_ends(
     started = datetime.fromisoformat(working["timestamp"].replace("Z", "+00:00"))
     ended = datetime.fromisoformat(completed["timestamp"].replace("Z", "+00:00"))
     assert (ended - started).total_seconds() >= 0.3
+
+
+class GatedExecutor(Executor):
+    """Does nothing until the test opens its gate, then works and completes."""
+
+    replies_with_messages = False
+    gate: asyncio.Event
+    waiting: asyncio.Event
+
+    async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+        GatedExecutor.waiting.set()
+        await GatedExecutor.gate.wait()
+        await updater.start_work()
+        await updater.add_artifact("done", name="result", last_chunk=True)
+        await updater.complete()
+
+
+class GatedReplier(GatedExecutor):
+    """The same, but may answer with a single Message, as far as the hub knows."""
+
+    replies_with_messages = True
+
+
+@pytest.fixture
+def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    GatedExecutor.gate, GatedExecutor.waiting = asyncio.Event(), asyncio.Event()
+    for kind, name in (("gated", "GatedExecutor"), ("gated-replier", "GatedReplier")):
+        monkeypatch.setitem(EXECUTORS, kind, ExecutorKind(f"{__name__}.{name}", kind))
+    executor_class.cache_clear()
+    yield
+    executor_class.cache_clear()
+
+
+async def open_body_stream(slug: str) -> ApplicationCommunicator:
+    body = envelope(V1, "send", text="go") | {"method": "SendStreamingMessage"}
+    communicator = ApplicationCommunicator(application, scope(slug, V1))
+    await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
+    return communicator
+
+
+async def rest_of(communicator: ApplicationCommunicator) -> list[tuple[int | None, Any]]:
+    frames = []
+    while (message := await communicator.receive_output(10)).get("more_body"):
+        frames += frames_of(message["body"])
+    await communicator.wait(5)
+    return frames
+
+
+async def test_a_stream_opens_with_the_stored_task_before_the_agent_does_anything(
+    app: None, gated: None
+) -> None:
+    await in_db(make_agent, "gated", executor_kind="gated", streaming=True)
+    communicator = await open_body_stream("gated")
+    assert (await communicator.receive_output(10))["status"] == 200
+
+    first = frames_of((await communicator.receive_output(10))["body"])
+    await GatedExecutor.waiting.wait()
+    task_id = first[0][1]["task"]["id"]
+    stored = await in_db(lambda: list(TaskEvent.objects.filter(task_id=task_id)))
+    GatedExecutor.gate.set()
+    rest = await rest_of(communicator)
+
+    assert [(n, e["task"]["status"]["state"]) for n, e in first] == [(1, "TASK_STATE_SUBMITTED")]
+    assert [e.sequence for e in stored] == [1]  # the agent had not acted yet
+    assert [n for n, _ in rest] == [2, 3, 4]
+    assert rest[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_stream_of_an_agent_that_may_answer_with_a_message_waits_for_its_first_act(
+    app: None, gated: None
+) -> None:
+    await in_db(make_agent, "replier", executor_kind="gated-replier", streaming=True)
+    communicator = await open_body_stream("replier")
+    assert (await communicator.receive_output(10))["status"] == 200
+    await GatedExecutor.waiting.wait()
+
+    stored_before = await in_db(lambda: Task.objects.filter(agent__slug="replier").count())
+    GatedExecutor.gate.set()
+    frames = await rest_of(communicator)
+
+    assert stored_before == 0  # no task until the agent chose to make one
+    assert [n for n, _ in frames] == [1, 2, 3, 4]
+    assert "task" in frames[0][1]
+
+
+@pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    reason="SQLite's writes go through a thread, whose events reach the stream as they may",
+)
+async def test_a_fast_agents_turn_reaches_the_client_in_one_write_after_its_task(
+    app: None,
+) -> None:
+    await in_db(make_agent, "chunky", executor_settings={"chunks": 5}, streaming=True)
+    communicator = await open_body_stream("chunky")
+    assert (await communicator.receive_output(10))["status"] == 200
+
+    writes = []
+    while (message := await communicator.receive_output(10)).get("more_body"):
+        writes.append(frames_of(message["body"]))
+    await communicator.wait(5)
+
+    assert [[n for n, _ in frames] for frames in writes] == [[1], [2, 3, 4, 5, 6, 7, 8]]
