@@ -3,133 +3,39 @@
 Django's ORM is synchronous: from async code every call hops to a thread and back, and under
 ASGI each request gets a thread of its own for that. A fast agent's turn is one statement
 (`tasks/sql.py` builds it), so the hop, not the statement, was most of its cost. Here such
-statements run on a psycopg async pool, one pool per event loop, with the connection settings
-of Django's default database.
+statements run on an asyncpg pool, one pool per event loop, with the connection settings of
+Django's default database.
+
+asyncpg rather than psycopg's async connections: under load psycopg_pool's asyncio lock
+formed a convoy (waiters get it one loop turn at a time, newcomers queue behind them), and
+each psycopg wait registers and unregisters the socket with the loop; asyncpg keeps each
+connection's socket as a protocol of the loop and hands out pooled connections from a queue.
 
 Only requests served by the hub's own ASGI app turn this on (`enabled`); anything else (the
 test client, management commands, worker jobs) keeps to the ORM and its transactions.
-
-psycopg_pool opens, grows and closes the connections; the warm ones are lent from a list of
-this loop's own (`Lender`), since the pool's lock forms a convoy under load: an asyncio lock
-that has waiters goes to them one loop turn at a time, and every newcomer queues behind them.
-At 16 concurrent streams a statement waited ten loop turns for a connection and ten more to
-give it back, which was most of a stream's wait for its first event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import json
 import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+import asyncpg
+import orjson
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
-from psycopg import AsyncConnection, AsyncRawCursor
-from psycopg.pq import TransactionStatus
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg.types.json import Jsonb
 
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
 
-# How long a connection stays in a loop's own list before it goes back through the pool,
-# whose checks (its age, its state) then apply to it.
-LEND_SECONDS = 60.0
-
-
-@dataclass
-class Lent:
-    """A connection had from the pool, with a cursor of its own (kept: psycopg keeps the
-    adapters a statement's parameters need per cursor, while it runs the same statement) and
-    when it came from the pool."""
-
-    conn: AsyncConnection[Any]
-    cursor: AsyncRawCursor[Any]
-    since: float
-
-    @property
-    def due(self) -> bool:
-        return time.monotonic() - self.since > LEND_SECONDS
-
-
-class Lender:
-    """The connections of one loop's pool, lent here. Once the pool has given out what it may,
-    a caller waits here for one to be given back. Everything runs on the loop's thread, so
-    none of this needs a lock, and a caller that finds a connection idle takes it at once."""
-
-    def __init__(self, pool: AsyncConnectionPool, size: int, timeout: float) -> None:
-        self.pool = pool
-        self.size = size  # how many this lender may have from the pool at once
-        self.timeout = timeout
-        self.lent = 0  # had from the pool and not given back to it
-        # First in first out, so that each is soon due back at the pool.
-        self.idle: deque[Lent] = deque()
-        self.waiting: deque[asyncio.Future[None]] = deque()
-
-    @asynccontextmanager
-    async def cursor(self) -> AsyncIterator[AsyncRawCursor[Any]]:
-        lent = await self.take()
-        try:
-            yield lent.cursor
-        finally:
-            await self.give_back(lent)
-
-    async def take(self) -> Lent:
-        try:
-            async with asyncio.timeout(self.timeout):
-                while True:
-                    while self.idle:
-                        lent = self.idle.popleft()
-                        if not lent.due:
-                            return lent
-                        await self.return_to_pool(lent)
-                    if self.lent < self.size:
-                        return await self.take_from_pool()
-                    waiter = asyncio.get_running_loop().create_future()
-                    self.waiting.append(waiter)
-                    await waiter  # woken when a connection is given back
-        except TimeoutError:
-            raise PoolTimeout(f"no database connection within {self.timeout} s") from None
-
-    async def take_from_pool(self) -> Lent:
-        self.lent += 1
-        try:
-            conn = await self.pool.getconn()
-        except BaseException:
-            self.lent -= 1
-            raise
-        return Lent(conn, AsyncRawCursor(conn), time.monotonic())
-
-    async def give_back(self, lent: Lent) -> None:
-        if lent.conn.pgconn.transaction_status == TransactionStatus.IDLE and not lent.due:
-            self.idle.append(lent)
-        else:
-            await self.return_to_pool(lent)  # the pool rolls back, replaces or renews it
-        while self.waiting:
-            waiter = self.waiting.popleft()
-            if not waiter.done():  # (one that timed out is done)
-                waiter.set_result(None)
-                break
-
-    async def return_to_pool(self, lent: Lent) -> None:
-        self.lent -= 1
-        await lent.cursor.close()
-        await self.pool.putconn(lent.conn)
-
-    async def close(self) -> None:
-        idle, self.idle = self.idle, deque()
-        for lent in idle:
-            await self.return_to_pool(lent)
-        await self.pool.close()
-
-
-# The lender of each loop, as the task that opens its pool: the first callers all wait for it.
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[Lender]] = (
+# The pool of each loop, as the task that opens it: the first callers all wait for the same one.
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[asyncpg.Pool]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -145,26 +51,46 @@ def on_postgresql() -> bool:
 
 @lru_cache(maxsize=512)
 def native(sql: str) -> str:
-    """`%s` placeholders as PostgreSQL's own `$n`. psycopg converts a query on each run and
-    caches only short ones with few parameters; a turn's statement is neither, but its shape
-    repeats, so it is converted here once per shape. (The statements we build have no other
-    `%` in them.)"""
+    """`%s` placeholders as PostgreSQL's own `$n`, converted once per shape of statement.
+    (The statements we build have no other `%` in them.)"""
     pieces = sql.split("%s")
     return "".join(f"{piece}${n}" for n, piece in enumerate(pieces[:-1], start=1)) + pieces[-1]
 
 
+# Django's connection parameters (psycopg's names) that asyncpg takes under another name or
+# not at all.
+RENAMED = {"dbname": "database", "sslmode": "ssl", "connect_timeout": "timeout"}
+IGNORED = {"client_encoding", "cursor_factory", "context", "prepare_threshold"}
+
+
 def connection_kwargs() -> dict[str, Any]:
-    params = dict(connections["default"].get_connection_params())
-    # Django's sync cursor class does not fit an async connection; psycopg's default does.
-    params.pop("cursor_factory", None)
-    params["autocommit"] = True
-    # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
-    # skips parsing and planning them (Django leaves this off for poolers' sake; so may we).
-    params["prepare_threshold"] = settings.DATABASE_PREPARE_THRESHOLD
-    return params
+    return asyncpg_kwargs(connections["default"].get_connection_params())
 
 
-async def pool() -> Lender:
+def asyncpg_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg's arguments for the connection Django makes with psycopg's `params`."""
+    kwargs: dict[str, Any] = {}
+    server_settings: dict[str, str] = {}
+    for name, value in params.items():
+        if name in IGNORED or value is None:
+            continue
+        if name == "application_name":
+            server_settings[name] = str(value)
+        elif name in RENAMED:
+            kwargs[RENAMED[name]] = float(value) if name == "connect_timeout" else value
+        elif name in {"host", "port", "user", "password", "passfile"}:
+            kwargs[name] = value
+        else:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL: the option {name!r} is not supported for the event loop's "
+                "connections."
+            )
+    if server_settings:
+        kwargs["server_settings"] = server_settings
+    return kwargs
+
+
+async def pool() -> asyncpg.Pool:
     loop = asyncio.get_running_loop()
     opening = _pools.get(loop)
     if opening is None or (opening.done() and not usable(opening)):
@@ -173,28 +99,51 @@ async def pool() -> Lender:
     return await asyncio.shield(opening)
 
 
-async def open_pool() -> Lender:
+async def open_pool() -> asyncpg.Pool:
     database: dict[str, Any] = settings.DATABASES["default"]
     options: dict[str, Any] = database.get("OPTIONS", {}).get("pool", {})
-    size, timeout = int(options.get("max_size", 10)), float(options.get("timeout", 10))
-    opened = AsyncConnectionPool(
-        kwargs=connection_kwargs(),
+    return await asyncpg.create_pool(
         min_size=1,
-        max_size=size,
-        timeout=timeout,
-        connection_class=AsyncConnection,
-        open=False,
-        name="a2ahub-async",
+        max_size=int(options.get("max_size", 10)),
+        # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
+        # skips parsing and planning them (off for poolers in transaction mode).
+        statement_cache_size=100 if settings.DATABASE_PREPARE_THRESHOLD is not None else 0,
+        init=set_codecs,
+        # Autocommit statements leave no session state behind: nothing to reset on release
+        # (asyncpg's default reset is one more round trip per statement).
+        reset=keep_as_is,
+        **connection_kwargs(),
     )
-    await opened.open()
-    return Lender(opened, size, timeout)
+
+
+async def set_codecs(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec(
+        "jsonb", schema="pg_catalog", format="binary", encoder=encode_jsonb, decoder=decode_jsonb
+    )
+
+
+def encode_jsonb(value: Any) -> bytes:
+    return b"\x01" + orjson.dumps(value)  # jsonb's binary form: a version byte, then the text
+
+
+def decode_jsonb(data: bytes) -> Any:
+    return json.loads(data[1:])
+
+
+async def keep_as_is(conn: asyncpg.Connection) -> None:
+    return None
 
 
 async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[tuple[Any, ...]]:
     """Run one statement in autocommit (atomic on its own); its rows if `fetch`."""
-    async with (await pool()).cursor() as cursor:
-        await cursor.execute(native(sql), params)
-        return list(await cursor.fetchall()) if fetch else []
+    # JSON comes wrapped for psycopg (the same statements run on Django's connection); the
+    # jsonb codec above takes the value itself.
+    values = [p.obj if isinstance(p, Jsonb) else p for p in params]
+    async with (await pool()).acquire() as conn:
+        if fetch:
+            return [tuple(row) for row in await conn.fetch(native(sql), *values)]
+        await conn.execute(native(sql), *values)
+        return []
 
 
 async def close() -> None:
@@ -204,5 +153,5 @@ async def close() -> None:
         await opening.result().close()
 
 
-def usable(opening: asyncio.Task[Lender]) -> bool:
+def usable(opening: asyncio.Task[asyncpg.Pool]) -> bool:
     return opening.done() and not opening.cancelled() and opening.exception() is None

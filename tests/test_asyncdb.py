@@ -1,90 +1,55 @@
-"""The event loop's database connections (PostgreSQL): a loop lends its idle connections
-without the pool's lock, waits for one to be given back once it has as many as it may, gives
-up after its timeout, and sends a connection it cannot trust back through the pool."""
+"""The event loop's own PostgreSQL connections (asyncpg): JSON goes in and comes back as it
+was, and they connect as Django's connections do, or refuse an option they cannot honour."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from django.conf import settings
-from psycopg import AsyncConnection
-from psycopg.pq import TransactionStatus
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from django.core.exceptions import ImproperlyConfigured
+from psycopg.types.json import Jsonb
 
-from a2ahub.asyncdb import Lender, connection_kwargs
+from a2ahub import asyncdb
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-        reason="the loop's connections are PostgreSQL's",
-    ),
+on_postgresql = pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    reason="the loop's connections are PostgreSQL's",
+)
+
+VALUES: list[Any] = [
+    {"task": {"id": "t-1", "history": [{"parts": [{"text": "héllo ✓"}]}]}},
+    [1, 2.5, None, True, "x"],
+    {"big": 2**40, "nested": {"empty": {}, "list": []}},
 ]
 
 
-@pytest.fixture
-async def lender(db: None) -> AsyncIterator[Lender]:
-    pool = AsyncConnectionPool(
-        kwargs=connection_kwargs(), min_size=1, max_size=2, timeout=5,
-        connection_class=AsyncConnection, open=False,
-    )  # fmt: skip
-    await pool.open()
-    lending = Lender(pool, size=1, timeout=0.5)
-    yield lending
-    await lending.close()
+@on_postgresql
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("value", VALUES)
+async def test_json_sent_from_the_loop_comes_back_as_it_was(value: Any) -> None:
+    try:
+        rows = await asyncdb.execute("SELECT %s::jsonb, %s::integer", [Jsonb(value), 7], fetch=True)
+    finally:
+        await asyncdb.close()
+
+    assert rows == [(value, 7)]
 
 
-async def backend_of(lender: Lender) -> int:
-    async with lender.cursor() as cursor:
-        await cursor.execute("SELECT pg_backend_pid()")
-        row = await cursor.fetchone()
-    assert row is not None
-    return int(row[0])
+def test_the_loop_connects_with_django_s_connection_parameters() -> None:
+    params = {
+        "dbname": "hub", "host": "db.internal", "port": 5433, "user": "hub", "password": "pw",
+        "sslmode": "require", "application_name": "a2a-hub", "connect_timeout": "5",
+        "client_encoding": "UTF8", "prepare_threshold": None,
+    }  # fmt: skip
+
+    assert asyncdb.asyncpg_kwargs(params) == {
+        "database": "hub", "host": "db.internal", "port": 5433, "user": "hub", "password": "pw",
+        "ssl": "require", "timeout": 5.0, "server_settings": {"application_name": "a2a-hub"},
+    }  # fmt: skip
 
 
-async def test_statements_one_after_another_run_on_the_same_connection(lender: Lender) -> None:
-    first, second = await backend_of(lender), await backend_of(lender)
-
-    assert first == second
-    assert lender.lent == 1 and len(lender.idle) == 1
-
-
-async def test_a_caller_waits_for_the_connection_another_gives_back(lender: Lender) -> None:
-    held = await lender.take()
-    waiting = asyncio.ensure_future(lender.take())
-    await asyncio.sleep(0.05)
-    assert not waiting.done()  # the lender may have one connection, and it is lent
-
-    await lender.give_back(held)
-    got = await asyncio.wait_for(waiting, 1)
-
-    assert got.conn is held.conn
-    await lender.give_back(got)
-
-
-async def test_a_caller_that_waits_past_the_timeout_gets_a_pool_timeout(lender: Lender) -> None:
-    held = await lender.take()
-
-    with pytest.raises(PoolTimeout):
-        await lender.take()
-
-    await lender.give_back(held)
-    assert await backend_of(lender) > 0  # the lender still works after a caller gave up
-
-
-async def test_a_connection_left_in_a_transaction_goes_back_through_the_pool(
-    lender: Lender,
-) -> None:
-    held = await lender.take()
-    await held.cursor.execute("BEGIN")
-    assert held.conn.pgconn.transaction_status == TransactionStatus.INTRANS
-
-    await lender.give_back(held)
-
-    assert lender.lent == 0 and not lender.idle
-    again = await lender.take()
-    assert again.conn.pgconn.transaction_status == TransactionStatus.IDLE
-    await lender.give_back(again)
+def test_an_option_the_loop_cannot_honour_stops_it_with_a_message_naming_it() -> None:
+    with pytest.raises(ImproperlyConfigured, match="'options'"):
+        asyncdb.asyncpg_kwargs({"dbname": "hub", "options": "-c search_path=a2a"})
