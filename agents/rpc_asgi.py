@@ -15,7 +15,7 @@ import asyncio
 import io
 import logging
 from contextlib import aclosing
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, cast
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
@@ -112,7 +112,8 @@ class RpcRequest:
 
     @cached_property
     def GET(self) -> QueryDict:
-        return QueryDict(self.scope.get("query_string", b"").decode("latin1"))
+        query = self.scope.get("query_string", b"")
+        return QueryDict(query.decode("latin1")) if query else no_query()
 
     @cached_property
     def django_request(self) -> ASGIRequest:
@@ -120,6 +121,12 @@ class RpcRequest:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.django_request, name)
+
+
+@cache
+def no_query() -> QueryDict:
+    """The (immutable) query of a request without one, made once."""
+    return QueryDict()
 
 
 async def read_body(receive: Any, limit: int) -> bytes:
