@@ -18,3 +18,8 @@ def test_a_process_hears_the_events_another_process_published() -> None:
     from_elsewhere = b"0f" * 16 + b" " + orjson.dumps(EVENTS)
 
     assert events.decode(from_elsewhere) == EVENTS
+
+
+def test_a_message_of_an_unknown_form_is_dropped_not_raised() -> None:
+    assert events.decode(b'{"origin":"elsewhere","events":[]}') is None
+    assert events.decode(b"elsewhere [1, 2, 3]") is None
