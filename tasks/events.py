@@ -1,8 +1,9 @@
 """Task events between processes: publish after commit, subscribe from any event loop.
 
 Subscribers in this process get events directly. With `REDIS_URL` set, events also go out as a
-plain Redis PUBLISH (cheap from Celery jobs and sync code), and each event loop that has
-subscribers keeps one Redis subscription that hands other processes' events to them.
+plain Redis PUBLISH (cheap from Celery jobs and sync code; pipelined from one task per event
+loop), and each event loop that has subscribers keeps one Redis subscription that hands other
+processes' events to them. A stream of a new task that this process runs listens here alone.
 
 Replies: a blocking send waiting for a worker's turn names a reply channel (one per event loop
 of the web process, subscribed once and kept) in the job; the job sends the task as it ended

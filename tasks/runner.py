@@ -96,7 +96,7 @@ async def start(
     before the executor runs, unless the executor may answer with a single Message instead
     (then at its first act)."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
-    updater.open_early = streamed
+    updater.streamed = streamed
     updater.snapshots = not streamed
     if stored:
         updater.known = lifecycle.Known(spec.context_id, len(context.history))
@@ -152,7 +152,7 @@ async def finish(updater: TaskUpdater) -> None:
     if updater.stopped:
         if not updater.settled.done():
             updater.settled.set_result(lifecycle.Outcome(TaskState.CANCELED, 0))
-        if updater.open_early:
+        if updater.streamed:
             await hand_over_missed(updater)
         return
     if not updater.is_over:

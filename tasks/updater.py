@@ -65,9 +65,10 @@ class TaskUpdater:
         # A worker job owns its event loop and thread: its writes may block that loop, and
         # going through sync_to_async would queue them behind other threads' writes.
         self.blocking_writes = False
-        # A streamed turn stores its task at the agent's first change, before the agent goes
-        # on: the stream shows the task then, not when a fast agent's whole turn is written.
-        self.open_early = False
+        # A streamed turn not stored yet stores its task at the agent's first change, before
+        # the agent goes on: the stream shows the task then, not when a fast agent's whole
+        # turn is written. (Stopped by someone else, it hands the stream what they wrote.)
+        self.streamed = False
         # Whether the turn's end must carry the whole task (a blocking send or a job's reply
         # answers with it); a stream's does not.
         self.snapshots = True
@@ -155,7 +156,7 @@ class TaskUpdater:
                 f"The agent made a change not allowed now: {exc}"
             ) from exc
         self.buffer.append(change)
-        if self.open_early and not self.stored:
+        if self.streamed and not self.stored:
             await self.flush()
             return
         if self._flushing is None or self._flushing.done():
