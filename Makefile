@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 
-.PHONY: run test install install-test lint typecheck migrations-check pytest bench clean
+.PHONY: run test install install-test lint imports typecheck migrations-check pytest bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The import contract in pyproject.toml: the layers run one way.
+imports: install-test
+	$(VENV)/bin/lint-imports
+
 typecheck: install-test
 	$(VENV)/bin/mypy .
 
@@ -36,12 +40,12 @@ migrations-check: install-test
 	$(PY) manage.py makemigrations --check --dry-run
 
 # Checks against PostgreSQL load the distributed settings, which want an explicit key.
-test lint typecheck migrations-check pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
+test lint imports typecheck migrations-check pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
 
 pytest: install-test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-test: lint typecheck migrations-check pytest
+test: lint imports typecheck migrations-check pytest
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

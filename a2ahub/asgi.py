@@ -20,7 +20,7 @@ django_application = get_asgi_application()
 from django.conf import settings  # noqa: E402  (needs the app registry loaded above)
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from agents import rpc_asgi  # noqa: E402
+from protocol import rpc_asgi  # noqa: E402
 
 A2A_ENDPOINT = re.compile(r"^/agents/[^/]+/jsonrpc/?$")
 

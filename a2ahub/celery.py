@@ -1,11 +1,15 @@
-"""The Celery application. Jobs live in each app's `jobs.py`: in this code "task" is an A2A Task."""
+"""The Celery application. Jobs live in each app's `jobs.py`: in this code "task" is an A2A Task.
+
+Periodic jobs come from `a2ahub.schedule` (apps register them), read once the apps are ready.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -14,12 +18,11 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(related_name="jobs")
 
 
-@worker_ready.connect
-def start_task_maintenance(**_: object) -> None:
-    # Every worker beats the hearts of its tasks and fails those whose runner died.
-    from tasks.runner import ensure_maintenance
+@app.on_after_finalize.connect
+def add_periodic_jobs(sender: Celery, **_: Any) -> None:
+    from a2ahub import schedule
 
-    ensure_maintenance()
+    sender.conf.beat_schedule = schedule.beat_schedule()
 
 
 @worker_init.connect

@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "oauth2_provider",
+    "a2ahub",
     "agents",
     "tasks",
     "push",
@@ -222,6 +223,8 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_TASK_SEND_SENT_EVENT = False
 # Celery's Django fix-up would otherwise close the database connection around every job.
 CELERY_DB_REUSE_MAX = 1000
+# Beat keeps its schedule in memory: every periodic job is an interval, safe to run twice.
+CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -255,8 +258,46 @@ A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024,
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 10.0, 0.1, 3600.0)
 TASK_STALE_SECONDS = env_float("TASK_STALE_SECONDS", 60.0, 1.0, 86400.0)
+# The executor kinds agents may name: the class (a dotted path, imported on first use), the
+# label the forms show, and where its turns run unless the agent says ("inline" or "worker").
+EXECUTOR_KINDS: dict[str, dict[str, str]] = {
+    "echo": {"class": "executors.echo.EchoExecutor", "label": "Echo"},
+    "conformance": {
+        "class": "executors.conformance.ConformanceExecutor",
+        "label": "Conformance (A2A TCK scenarios)",
+    },
+    "interview": {
+        "class": "executors.interview.InterviewExecutor",
+        "label": "Multi-turn demo (asks, then answers)",
+    },
+    "python": {
+        "class": "executors.python.PythonExecutor",
+        "label": "Python functions (@skill in a module)",
+    },
+    "http": {
+        "class": "executors.http.HttpExecutor",
+        "label": "HTTP backend (the hub POSTs each message)",
+    },
+    "writer": {
+        "class": "executors.writer.WriterExecutor",
+        "label": "Writer demo (streams a text in chunks)",
+    },
+    "slow": {
+        "class": "executors.slow.SlowExecutor",
+        "label": "Slow demo (progress, cancellable)",
+        "mode": "worker",
+    },
+    "a2a-remote": {
+        "class": "executors.remote.RemoteAgentExecutor",
+        "label": "Remote A2A agent (the hub fronts it)",
+    },
+    "orchestrator": {
+        "class": "executors.orchestrator.OrchestratorExecutor",
+        "label": "Orchestrator demo (sends sub-tasks to hosted agents)",
+    },
+}
 # Modules that register Python skills (@skill) for agents of the `python` executor kind.
-A2A_SKILL_MODULES = env_list("A2A_SKILL_MODULES", "agents.demo_skills")
+A2A_SKILL_MODULES = env_list("A2A_SKILL_MODULES", "executors.demo_skills")
 AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES

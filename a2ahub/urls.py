@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from a2ahub import views as hub_views
 from agents import views as agent_views
 from developers import views as developer_views
-from push import views as push_views
 
 urlpatterns = [
     path("", developer_views.home, name="home"),
@@ -15,8 +15,9 @@ urlpatterns = [
     path(".well-known/agent-card.json", agent_views.hub_card, name="hub-card"),
     path(".well-known/agent.json", agent_views.hub_card),
     path(".well-known/ai-catalog.json", agent_views.catalog, name="catalog"),
-    path(".well-known/jwks.json", push_views.jwks, name="jwks"),
+    path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
     path("agents/", include("agents.urls")),
+    path("agents/", include("protocol.urls")),
     path("push/", include("push.urls")),
     path("dev/", include("developers.urls")),
 ]

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import construct_instance
 
 from agents.cards import validate_agent_card
+from agents.kinds import check_settings
 from agents.models import Agent, Skill
 from agents.validators import validate_security_requirements_reference
 
@@ -65,71 +66,9 @@ class AgentForm(forms.ModelForm):
 
 
 def validate_executor_settings(kind: str, settings: dict[str, Any]) -> None:
-    """A `python` agent must name functions that are registered with @skill; an `http` agent
-    needs a backend URL the hub may call."""
-    if kind == "python":
-        validate_python_settings(settings)
-    elif kind == "http":
-        validate_http_settings(settings)
-    elif kind == "a2a-remote":
-        validate_remote_settings(settings)
-
-
-def validate_python_settings(settings: dict[str, Any]) -> None:
-    from agents.executors.python import REGISTRY, function_names
-
-    names = function_names(settings)
-    if not names:
-        raise ValidationError('Name the functions: {"functions": {"<skill id>": "<name>"}}.')
-    unknown = sorted(set(names.values()) - set(REGISTRY))
-    if unknown:
-        raise ValidationError(
-            f"Not a registered Python skill: {', '.join(unknown)} "
-            f"(known: {', '.join(sorted(REGISTRY)) or 'none'})."
-        )
-
-
-def validate_http_settings(settings: dict[str, Any]) -> None:
-    from a2ahub.http import UnsafeURL, check_url
-    from agents.executors import http
-
-    url = settings.get("url")
-    if not isinstance(url, str) or not url:
-        raise ValidationError('Name the backend: {"url": "https://..."}.')
-    try:
-        check_url(url, allow_unresolved=True)
-    except UnsafeURL as exc:
-        raise ValidationError(f"The hub may not call this backend URL: {exc}") from exc
-    timeout = settings.get("timeout", http.DEFAULT_TIMEOUT)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not (http.MIN_TIMEOUT <= timeout <= http.MAX_TIMEOUT)
-    ):
-        raise ValidationError(
-            f'"timeout" is a number of seconds from {http.MIN_TIMEOUT} to {http.MAX_TIMEOUT}.'
-        )
-    retries = settings.get("retries", http.DEFAULT_RETRIES)
-    if (
-        isinstance(retries, bool)
-        or not isinstance(retries, int)
-        or not 0 <= retries <= http.MAX_RETRIES
-    ):
-        raise ValidationError(f'"retries" is a whole number from 0 to {http.MAX_RETRIES}.')
-
-
-def validate_remote_settings(settings: dict[str, Any]) -> None:
-    from a2ahub.http import UnsafeURL, check_url
-
-    url = settings.get("card_url")
-    if not isinstance(url, str) or not url:
-        raise ValidationError(
-            'Name the remote agent\'s card: {"card_url": "https://.../agent-card.json"}.'
-        )
-    try:
-        check_url(url, allow_unresolved=True)
-    except UnsafeURL as exc:
-        raise ValidationError(f"The hub may not call this card URL: {exc}") from exc
+    """The agent's kind judges its settings (a `python` agent names registered functions, an
+    `http` agent a backend URL the hub may call, ...)."""
+    check_settings(kind, settings)
 
 
 class SkillFormSet(forms.BaseInlineFormSet):

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
-from agents.registry import executor_choices
+from agents.kinds import executor_choices
 from agents.validators import (
     validate_extensions,
     validate_nonempty_string_list,
@@ -28,6 +28,11 @@ slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
     "Use lowercase letters, digits and inner hyphens (at most 64 characters).",
 )
+
+
+class ExecutionMode(models.TextChoices):
+    INLINE = "inline", "inline (in the web process)"
+    WORKER = "worker", "worker (a Celery job)"
 
 
 def default_modes() -> list[str]:
@@ -81,7 +86,7 @@ class Agent(models.Model):
     execution_mode = models.CharField(
         max_length=10,
         blank=True,
-        choices=[("inline", "inline (in the web process)"), ("worker", "worker (a Celery job)")],
+        choices=ExecutionMode.choices,
         help_text="Empty: the executor kind's default.",
     )
 

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from agents.errors import AuthenticationRequired
+from a2ahub.errors import AuthenticationRequired
 from agents.models import Agent, ApiKey, hash_key
 
 DEFAULT_KEY_HEADER = "X-API-Key"

@@ -1,10 +1,10 @@
-"""URLs of one hosted agent, under /agents/<slug>/."""
+"""The cards of one hosted agent, under /agents/<slug>/ (its A2A endpoints: `protocol.urls`)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from agents import jsonrpc, views
+from agents import views
 
 urlpatterns = [
     path("<str:slug>/.well-known/agent-card.json", views.agent_card, name="agent-card"),
@@ -12,7 +12,4 @@ urlpatterns = [
     # Clients given only the JSON-RPC URL (the 0.3 conformance kit among them) look here.
     path("<str:slug>/jsonrpc/.well-known/agent-card.json", views.agent_card),
     path("<str:slug>/v1.0/.well-known/agent-card.json", views.pinned_v1_card, name="agent-card-v1"),
-    # Both spellings: a POST must never meet an APPEND_SLASH redirect.
-    path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
-    path("<str:slug>/jsonrpc", jsonrpc.endpoint),
 ]

@@ -13,7 +13,7 @@ from django.forms.models import inlineformset_factory
 
 from agents.forms import AgentForm, SkillFormSet
 from agents.models import Agent, Skill, slug_validator
-from agents.settings_forms import SETTINGS_FORMS, ExecutorSettingsForm
+from executors.settings_forms import SETTINGS_FORMS, ExecutorSettingsForm
 
 if TYPE_CHECKING:
     from django.forms import BaseInlineFormSet

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 from google.protobuf.json_format import ParseError
 
-from a2ahub import http
+from a2ahub import outbound
 from agents.cards import validate_agent_card
 from agents.models import Agent, Skill, default_modes
 
@@ -61,13 +61,13 @@ def fetch_card(url: str) -> RemoteCard:
 
 def fetch_document(url: str) -> Any:
     try:
-        response = http.get(
+        response = outbound.get(
             url, headers={"Accept": "application/json"}, timeout=FETCH_TIMEOUT,
             max_bytes=MAX_CARD_BYTES,
         )  # fmt: skip
-    except http.UnsafeURL as exc:
+    except outbound.UnsafeURL as exc:
         raise CardRejected(f"The hub may not fetch this URL: {exc}.") from exc
-    except http.ResponseTooLarge as exc:
+    except outbound.ResponseTooLarge as exc:
         raise CardRejected(f"The card is too large: {exc}.") from exc
     except httpx.HTTPError as exc:
         raise CardRejected(f"The card could not be fetched: {exc or type(exc).__name__}.") from exc

@@ -16,13 +16,13 @@ from a2a.types import a2a_pb2 as pb
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest
 
-from agents.calls import Call
-from agents.errors import A2AError, error_object, internal_error
-from agents.jsonrpc import check_extensions, find_method, parse_params, render_result
-from agents.method_table import resolve
+from a2ahub.errors import A2AError, error_object, internal_error
 from agents.models import Agent
 from agents.principals import Principal
 from agents.views import public_base_url
+from protocol.calls import Call
+from protocol.jsonrpc import check_extensions, find_method, parse_params, render_result
+from protocol.method_table import resolve
 from tasks.wire import PB_TO_STATE, V1
 
 METHOD = "SendMessage"

@@ -1,4 +1,4 @@
-"""App configuration for `push`."""
+"""App configuration for `push`: it takes part in the task writer's work through its hooks."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ class PushConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The hub's own origin, from configuration (never from a request's Host header), so
-        # its built-in inbox can receive deliveries without opening loopback to webhooks.
-        from django.conf import settings
+        from push import outbox
 
-        from a2ahub.http import register_own_origin
-
-        register_own_origin(f"http://{settings.HOST}:{settings.PORT}")
-        if settings.HOST in ("127.0.0.1", "0.0.0.0"):
-            register_own_origin(f"http://localhost:{settings.PORT}")
+        outbox.register()

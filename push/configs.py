@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from a2a.types import a2a_pb2 as pb
 from django.db import transaction
 
-from agents.errors import invalid_params
+from a2ahub.errors import invalid_params
 from push.models import PushNotificationConfig
 from tasks.models import Task
 
@@ -19,7 +19,7 @@ DEFAULT_ID = "default"
 
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
     """Refuse a webhook URL the hub must not call (private addresses and the like)."""
-    from a2ahub.http import UnsafeURL, check_url, is_own_origin
+    from a2ahub.outbound import UnsafeURL, check_url, is_own_origin
 
     if not config.url:
         raise invalid_params("url", "is required")

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from a2ahub.signing import issuer, sign_delivery
 from push.models import Delivery, DeliveryAttempt
-from push.signing import sign_delivery
-from tasks.methods import load_task
+from tasks.reading import load_task
 from tasks.wire import V1, task_json
 
 DELIVERED, RETRY, GONE = "delivered", "retry", "gone"
@@ -52,18 +52,14 @@ def build_headers(delivery: Delivery, body: bytes, content_type: str) -> dict[st
     return headers
 
 
-def issuer() -> str:
-    return settings.PUBLIC_BASE_URL or f"http://{settings.HOST}:{settings.PORT}"
-
-
 def send(delivery: Delivery) -> Result:
-    from a2ahub import http
+    from a2ahub import outbound
 
     body, content_type = build_body(delivery)
     headers = build_headers(delivery, body, content_type)
     started, clock = timezone.now(), time.monotonic()
     try:
-        response = http.post(
+        response = outbound.post(
             delivery.config.url, content=body, headers=headers,
             timeout=settings.PUSH_TIMEOUT_SECONDS,
         )  # fmt: skip

@@ -1,5 +1,5 @@
 """Push notifications: webhook configs per task, one delivery per event and config, every
-attempt of each delivery, the hub's signing keys, and the built-in webhook inbox."""
+attempt of each delivery, and the built-in webhook inbox."""
 
 from __future__ import annotations
 
@@ -94,22 +94,6 @@ class DeliveryAttempt(models.Model):
         return (
             f"{self.delivery_id} at {self.started_at:%H:%M:%S} -> {self.status_code or self.error}"
         )
-
-
-class SigningKey(models.Model):
-    """An ES256 key that signs deliveries; retired keys stay published for a while."""
-
-    kid = models.CharField(max_length=64, unique=True)
-    private_pem = models.TextField()
-    public_jwk = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
-    retired_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return self.kid
 
 
 def inbox_token() -> str:

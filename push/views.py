@@ -1,24 +1,16 @@
-"""Push endpoints of the hub: the public signing keys, and the built-in webhook inbox."""
+"""The built-in webhook inbox: a receiver inside the hub, so push can be tried alone."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 
+from a2ahub.signing import SignatureInvalid, published_keys, verify_delivery
 from push.models import InboxMessage, WebhookInbox
-from push.signing import SignatureInvalid, published_keys, verify_delivery
 
 INBOX_MAX_BYTES = 1024 * 1024
-
-
-@require_GET
-def jwks(request: HttpRequest) -> JsonResponse:
-    response = JsonResponse({"keys": published_keys()})
-    response["Cache-Control"] = "public, max-age=300"
-    response["Access-Control-Allow-Origin"] = "*"
-    return response
 
 
 @csrf_exempt

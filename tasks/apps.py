@@ -8,3 +8,12 @@ from django.apps import AppConfig
 class TasksConfig(AppConfig):
     name = "tasks"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from a2ahub import schedule
+        from tasks import jobs
+
+        # Fails open tasks whose runner died, and queues again turns lost with a worker.
+        schedule.register(jobs.recover_stale_tasks, lambda: settings.TASK_HEARTBEAT_SECONDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.db import close_old_connections
 
 from a2ahub.worker import submit, submit_async
@@ -32,3 +33,9 @@ def enqueue_run(task_id: str, token: str, reply_to: str = "") -> None:
 
 async def enqueue_run_async(task_id: str, token: str, reply_to: str = "") -> None:
     await submit_async(run_task, task_id, token, *([reply_to] if reply_to else []))
+
+
+@worker_ready.connect
+def start_task_maintenance(**_: object) -> None:
+    # Every worker beats the hearts of the turns it runs and hears stop requests.
+    runner.ensure_maintenance()

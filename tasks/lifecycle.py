@@ -21,7 +21,7 @@ from django.utils import timezone
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import asyncdb
-from tasks import events, sql
+from tasks import events, hooks, sql
 from tasks.models import (
     OPEN_STATES,
     TERMINAL_STATES,
@@ -221,9 +221,7 @@ class Writer:
         TaskEvent.objects.bulk_create(self.events)
         if self.task.push_enabled:
             # In the same transaction as the events: a delivery is never lost to a crash.
-            from push.queue import create_deliveries
-
-            create_deliveries(self.task, self.events)
+            hooks.run_events_written(self.task, self.events)
 
 
 def artifact_json(artifact: pb.Artifact, parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -287,9 +285,7 @@ def open_task(
         with transaction.atomic():
             task.save(force_insert=True)
             if spec.push_config is not None:
-                from push.configs import create_config
-
-                create_config(task, spec.push_config)
+                hooks.run_task_opened(task, spec.push_config)
             writer.save_rows()
             after_commit(writer)
     return opened(task, writer, end, history)
@@ -615,6 +611,4 @@ def after_commit(writer: Writer) -> None:
     publish: Callable[[], None] = partial(events.publish, str(writer.task.id), published)
     transaction.on_commit(publish)
     if writer.task.push_enabled:
-        from push.jobs import kick_task
-
-        transaction.on_commit(partial(kick_task, str(writer.task.id)))
+        transaction.on_commit(partial(hooks.run_committed, str(writer.task.id)))

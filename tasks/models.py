@@ -11,7 +11,7 @@ import uuid
 
 from django.db import models
 
-from agents.models import Agent
+from agents.models import Agent, ExecutionMode
 
 
 class TaskState(models.TextChoices):
@@ -30,11 +30,6 @@ TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 ACTIVE_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 OPEN_STATES = ACTIVE_STATES | INTERRUPTED_STATES
-
-
-class ExecutionMode(models.TextChoices):
-    INLINE = "inline", "inline (in the web process)"
-    WORKER = "worker", "worker (a Celery job)"
 
 
 class Task(models.Model):

@@ -24,13 +24,13 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from a2ahub import worker
-from agents.errors import A2AError
-from agents.executors.base import Executor, RequestContext
+from a2ahub import schedule, worker
+from a2ahub.errors import A2AError
+from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent
-from agents.registry import executor_class
 from tasks import events, lifecycle, sql
+from tasks.executor import Executor, RequestContext
 from tasks.lifecycle import NewTask
 from tasks.models import ACTIVE_STATES, Task, TaskState
 from tasks.updater import TaskUpdater
@@ -337,14 +337,12 @@ def stop_maintenance(timeout: float = 10) -> None:
 
 
 def maintenance_loop() -> None:
-    last_recovery = 0.0
     while not _maintenance_stopping.wait(settings.TASK_HEARTBEAT_SECONDS):
         try:
             beat()
-            if time.monotonic() - last_recovery >= settings.TASK_HEARTBEAT_SECONDS:
-                recover_stale()
-                sweep_push_queues()
-                last_recovery = time.monotonic()
+            if settings.EMBEDDED:
+                # Distributed, Celery beat sends the periodic jobs (recovery, the push sweep).
+                schedule.run_due()
         except Exception:
             # This thread must outlive any failure (a database restart, say), or heartbeats
             # and recovery stop for the life of the process.
@@ -359,12 +357,6 @@ def release_connections() -> None:
         connections.close_all()
     except Exception:
         logger.exception("could not close the maintenance thread's connections")
-
-
-def sweep_push_queues() -> None:
-    from push.jobs import sweep_due
-
-    sweep_due()
 
 
 def beat() -> None:

@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 
 from a2ahub import asyncdb
-from agents.errors import InvalidAgentResponseError, internal_error
+from a2ahub.errors import InvalidAgentResponseError, internal_error
 from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Change, NewTask, Outcome, StatusChange
 from tasks.models import TaskState

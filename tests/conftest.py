@@ -62,8 +62,8 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def fresh_agent_cache() -> None:
     # Rolled-back test transactions send no signals, so each test starts with no cached agent.
-    from agents.limits import forget_counts
     from agents.lookup import forget_agents
+    from protocol.limits import forget_counts
 
     forget_agents()
     forget_counts()

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pytest_django.fixtures import Settings
 
-from a2ahub import http
+from a2ahub import outbound
 from tests.helpers import serving
 
 PUBLIC_ADDRESS = "93.184.215.14"
@@ -109,7 +109,7 @@ class Receiver(BaseHTTPRequestHandler):
             time.sleep(0.05)
 
     def big(self) -> None:
-        self.answer(200, b"x" * (http.DEFAULT_MAX_BYTES + 1))
+        self.answer(200, b"x" * (outbound.DEFAULT_MAX_BYTES + 1))
 
     def endless(self) -> None:
         # No Content-Length: HTTP/1.0 ends the body when the connection closes.
@@ -146,7 +146,7 @@ def no_own_origins(settings: Settings) -> Iterator[None]:
     settings.PUSH_ALLOWED_HOSTS = []
     Receiver.seen.clear()
     yield
-    http.forget_own_origins()
+    outbound.forget_own_origins()
 
 
 def answers(*results: list[str]) -> Callable[[str, int], list[str]]:
@@ -191,8 +191,8 @@ def answers(*results: list[str]) -> Callable[[str, int], list[str]]:
     ],
 )
 def test_it_refuses_literal_addresses_that_are_not_public(url: str) -> None:
-    with pytest.raises(http.UnsafeURL, match="the hub only sends requests to public addresses"):
-        http.check_url(url)
+    with pytest.raises(outbound.UnsafeURL, match="the hub only sends requests to public addresses"):
+        outbound.check_url(url)
 
 
 @pytest.mark.parametrize(
@@ -200,40 +200,42 @@ def test_it_refuses_literal_addresses_that_are_not_public(url: str) -> None:
     ["ftp://example.com/", "file:///etc/passwd", "http:///path", "https://user:pw@example.com/"],
 )
 def test_it_refuses_urls_that_are_not_plain_http_with_a_host(url: str) -> None:
-    with pytest.raises(http.UnsafeURL):
-        http.check_url(url)
+    with pytest.raises(outbound.UnsafeURL):
+        outbound.check_url(url)
 
 
 def test_it_refuses_a_host_name_that_resolves_to_loopback() -> None:
-    with pytest.raises(http.UnsafeURL, match=re.escape("localhost resolves to 127.0.0.1")):
-        http.check_url("http://localhost:8000/webhook")
+    with pytest.raises(outbound.UnsafeURL, match=re.escape("localhost resolves to 127.0.0.1")):
+        outbound.check_url("http://localhost:8000/webhook")
 
 
 @pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "127.1"])
 def test_it_refuses_other_spellings_of_loopback(host: str) -> None:
-    with pytest.raises(http.UnsafeURL, match="a loopback address"):
-        http.check_url(f"http://{host}/")
+    with pytest.raises(outbound.UnsafeURL, match="a loopback address"):
+        outbound.check_url(f"http://{host}/")
 
 
 def test_it_refuses_a_name_if_any_of_its_addresses_is_private(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS, "10.0.0.7"]))
-    with pytest.raises(http.UnsafeURL, match=re.escape("resolves to 10.0.0.7, a private address")):
-        http.check_url("https://hooks.example.test/a2a")
+    monkeypatch.setattr(outbound, "resolve", answers([PUBLIC_ADDRESS, "10.0.0.7"]))
+    with pytest.raises(
+        outbound.UnsafeURL, match=re.escape("resolves to 10.0.0.7, a private address")
+    ):
+        outbound.check_url("https://hooks.example.test/a2a")
 
 
 def test_it_accepts_public_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS, "2606:4700::1111"]))
-    http.check_url("https://hooks.example.test/a2a")
-    http.check_url(f"http://{PUBLIC_ADDRESS}:8080/a2a")
-    http.check_url("http://[::ffff:8.8.8.8]/")
+    monkeypatch.setattr(outbound, "resolve", answers([PUBLIC_ADDRESS, "2606:4700::1111"]))
+    outbound.check_url("https://hooks.example.test/a2a")
+    outbound.check_url(f"http://{PUBLIC_ADDRESS}:8080/a2a")
+    outbound.check_url("http://[::ffff:8.8.8.8]/")
 
 
 def test_it_posts_to_an_allow_listed_local_server_and_reads_its_answer(
     server: str, allow_loopback: None
 ) -> None:
-    response = http.post(
+    response = outbound.post(
         f"{server}/webhook",
         content=b'{"state": "completed"}',
         headers={"X-A2A-Notification-Token": "secret", "User-Agent": "spoofed"},
@@ -243,7 +245,7 @@ def test_it_posts_to_an_allow_listed_local_server_and_reads_its_answer(
     answer = response.json()
     assert answer["body"] == '{"state": "completed"}'
     assert answer["token"] == "secret"
-    assert answer["user_agent"] == http.USER_AGENT
+    assert answer["user_agent"] == outbound.USER_AGENT
     assert answer["user_agent"].startswith("A2A-Hub/")
 
 
@@ -251,19 +253,19 @@ def test_it_allows_an_allow_listed_host_name_and_keeps_it_in_the_host_header(
     port: int, settings: Settings
 ) -> None:
     settings.PUSH_ALLOWED_HOSTS = ["LocalHost"]
-    http.check_url(f"http://localhost:{port}/webhook")
-    response = http.post(f"http://localhost:{port}/webhook", content=b"hi", headers={})
+    outbound.check_url(f"http://localhost:{port}/webhook")
+    response = outbound.post(f"http://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
 
 
 def test_it_refuses_to_send_to_a_loopback_server_that_is_not_allow_listed(server: str) -> None:
-    with pytest.raises(http.UnsafeURL):
-        http.post(f"{server}/webhook", content=b"hi", headers={})
+    with pytest.raises(outbound.UnsafeURL):
+        outbound.post(f"{server}/webhook", content=b"hi", headers={})
     assert Receiver.seen == []
 
 
 def test_it_returns_a_redirect_instead_of_following_it(server: str, allow_loopback: None) -> None:
-    response = http.get(f"{server}/redirect")
+    response = outbound.get(f"{server}/redirect")
     assert response.status_code == 302
     assert response.headers["Location"] == "http://10.0.0.1/steal"
     assert Receiver.seen == ["GET /redirect"]
@@ -273,12 +275,12 @@ def test_it_refuses_a_name_that_rebinds_to_a_private_address_at_connect_time(
     port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"http://rebind.example.test:{port}/webhook"
-    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS], ["127.0.0.1"]))
-    http.check_url(url)
+    monkeypatch.setattr(outbound, "resolve", answers([PUBLIC_ADDRESS], ["127.0.0.1"]))
+    outbound.check_url(url)
     with pytest.raises(
-        http.UnsafeURL, match=re.escape("resolves to 127.0.0.1, a loopback address")
+        outbound.UnsafeURL, match=re.escape("resolves to 127.0.0.1, a loopback address")
     ):
-        http.post(url, content=b"hi", headers={})
+        outbound.post(url, content=b"hi", headers={})
     assert Receiver.seen == []
 
 
@@ -286,17 +288,17 @@ def test_async_post_also_refuses_a_rebinding_name_at_connect_time(
     port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"http://rebind.example.test:{port}/webhook"
-    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS], ["::ffff:127.0.0.1"]))
-    http.check_url(url)
-    with pytest.raises(http.UnsafeURL, match=re.escape("an IPv6 form of 127.0.0.1")):
-        asyncio.run(http.async_post(url, content=b"hi", headers={}))
+    monkeypatch.setattr(outbound, "resolve", answers([PUBLIC_ADDRESS], ["::ffff:127.0.0.1"]))
+    outbound.check_url(url)
+    with pytest.raises(outbound.UnsafeURL, match=re.escape("an IPv6 form of 127.0.0.1")):
+        asyncio.run(outbound.async_post(url, content=b"hi", headers={}))
     assert Receiver.seen == []
 
 
 def test_async_post_and_get_reach_an_allow_listed_server(server: str, allow_loopback: None) -> None:
-    async def both() -> tuple[http.Response, http.Response]:
-        posted = await http.async_post(f"{server}/webhook", content=b"hello", headers={})
-        fetched = await http.async_get(f"{server}/redirect")
+    async def both() -> tuple[outbound.Response, outbound.Response]:
+        posted = await outbound.async_post(f"{server}/webhook", content=b"hello", headers={})
+        fetched = await outbound.async_get(f"{server}/redirect")
         return posted, fetched
 
     posted, fetched = asyncio.run(both())
@@ -308,38 +310,38 @@ def test_it_allows_the_hubs_own_origin_and_only_that_port(
     server: str, port: int, settings: Settings
 ) -> None:
     settings.PUBLIC_BASE_URL = server
-    assert http.post(f"{server}/inbox", content=b"hi", headers={}).status_code == 200
-    assert http.is_own_origin(f"{server}/any/path")
-    assert not http.is_own_origin(f"http://127.0.0.1:{port + 1}/inbox")
-    assert not http.is_own_origin(f"https://127.0.0.1:{port}/inbox")
+    assert outbound.post(f"{server}/inbox", content=b"hi", headers={}).status_code == 200
+    assert outbound.is_own_origin(f"{server}/any/path")
+    assert not outbound.is_own_origin(f"http://127.0.0.1:{port + 1}/inbox")
+    assert not outbound.is_own_origin(f"https://127.0.0.1:{port}/inbox")
 
 
 def test_a_registered_own_origin_opens_exactly_that_origin(port: int) -> None:
-    http.register_own_origin(f"http://localhost:{port}")
-    assert http.get(f"http://localhost:{port}/inbox").status_code == 200
-    with pytest.raises(http.UnsafeURL):
-        http.check_url(f"http://localhost:{port + 1}/inbox")
+    outbound.register_own_origin(f"http://localhost:{port}")
+    assert outbound.get(f"http://localhost:{port}/inbox").status_code == 200
+    with pytest.raises(outbound.UnsafeURL):
+        outbound.check_url(f"http://localhost:{port + 1}/inbox")
     with pytest.raises(ValueError, match="is not an origin"):
-        http.register_own_origin(f"http://localhost:{port}/inbox")
+        outbound.register_own_origin(f"http://localhost:{port}/inbox")
 
 
 def test_it_refuses_an_answer_longer_than_the_limit(server: str, allow_loopback: None) -> None:
-    with pytest.raises(http.ResponseTooLarge):
-        http.get(f"{server}/big")
-    assert http.get(f"{server}/big", max_bytes=2 * 1024 * 1024).content.count(b"x") > 1024**2
+    with pytest.raises(outbound.ResponseTooLarge):
+        outbound.get(f"{server}/big")
+    assert outbound.get(f"{server}/big", max_bytes=2 * 1024 * 1024).content.count(b"x") > 1024**2
 
 
 def test_it_stops_reading_an_answer_without_length_at_the_limit(
     server: str, allow_loopback: None
 ) -> None:
-    with pytest.raises(http.ResponseTooLarge, match="longer than 100000 bytes"):
-        http.get(f"{server}/endless", max_bytes=100_000)
+    with pytest.raises(outbound.ResponseTooLarge, match="longer than 100000 bytes"):
+        outbound.get(f"{server}/endless", max_bytes=100_000)
 
 
 def test_it_times_out_on_a_server_that_does_not_answer(server: str, allow_loopback: None) -> None:
     started = time.monotonic()
     with pytest.raises(httpx.TimeoutException):
-        http.get(f"{server}/slow", timeout=0.3)
+        outbound.get(f"{server}/slow", timeout=0.3)
     assert time.monotonic() - started < 0.8
 
 
@@ -349,7 +351,7 @@ def test_its_time_limit_covers_the_whole_answer_not_each_read(
     # Each byte comes well within the limit, but the whole answer takes four times as long.
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
-        http.get(f"{server}/drip", timeout=0.5)
+        outbound.get(f"{server}/drip", timeout=0.5)
     assert time.monotonic() - started < 1.0
 
 
@@ -397,7 +399,7 @@ def tls_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     client_context = ssl.create_default_context(cafile=str(cert_file))
     with serving(httpd), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(http, "_ssl_context", lambda: client_context)
+        patch.setattr(outbound, "_ssl_context", lambda: client_context)
         yield httpd.server_address[1], server_names
 
 
@@ -407,7 +409,7 @@ def test_https_keeps_the_host_name_for_sni_and_certificate_checks(
 ) -> None:
     port, server_names = tls_server
     settings.PUSH_ALLOWED_HOSTS = ["localhost"]
-    response = http.post(f"https://localhost:{port}/webhook", content=b"hi", headers={})
+    response = outbound.post(f"https://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
     assert server_names == ["localhost"]
 
@@ -419,7 +421,7 @@ def test_https_refuses_a_certificate_for_another_name(
     port, _ = tls_server
     settings.PUSH_ALLOWED_HOSTS = ["localhost"]
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-        http.get(f"https://localhost:{port}/webhook")
+        outbound.get(f"https://localhost:{port}/webhook")
     assert Receiver.seen == []
 
 
@@ -428,7 +430,9 @@ def test_https_refuses_a_certificate_for_another_name(
 
 def stream_lines(url: str, **options: float) -> tuple[int, list[str]]:
     async def run() -> tuple[int, list[str]]:
-        async with http.async_stream_post(url, content=b"hi", headers={}, **options) as response:
+        async with outbound.async_stream_post(
+            url, content=b"hi", headers={}, **options
+        ) as response:
             return response.status_code, [line async for line in response.aiter_lines()]
 
     return asyncio.run(run())
@@ -440,9 +444,9 @@ def test_async_stream_post_gives_each_line_as_soon_as_it_arrives(
     go_on = threading.Event()
     monkeypatch.setattr(Receiver, "go_on", go_on)
 
-    async def run() -> tuple[http.StreamingResponse, list[str], bool]:
+    async def run() -> tuple[outbound.StreamingResponse, list[str], bool]:
         headers = {"User-Agent": "spoofed"}
-        async with http.async_stream_post(
+        async with outbound.async_stream_post(
             f"{server}/lines", content=b"hi", headers=headers
         ) as response:
             lines = response.aiter_lines()
@@ -458,14 +462,14 @@ def test_async_stream_post_gives_each_line_as_soon_as_it_arrives(
     assert early
     assert response.status_code == 200 and response.is_success
     assert response.headers["Content-Type"] == "application/x-ndjson"
-    assert response.headers["X-User-Agent"] == http.USER_AGENT
+    assert response.headers["X-User-Agent"] == outbound.USER_AGENT
     assert lines == ['{"n": 1}', '{"n": 2}', '{"n": 3}']
 
 
 def test_async_stream_post_refuses_a_private_address_before_connecting(server: str) -> None:
-    with pytest.raises(http.UnsafeURL, match="a loopback address"):
+    with pytest.raises(outbound.UnsafeURL, match="a loopback address"):
         stream_lines(f"{server}/lines")
-    with pytest.raises(http.UnsafeURL, match="a private address"):
+    with pytest.raises(outbound.UnsafeURL, match="a private address"):
         stream_lines("http://10.1.2.3/a2a")
     assert Receiver.seen == []
 
@@ -474,9 +478,9 @@ def test_async_stream_post_refuses_a_rebinding_name_at_connect_time(
     port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"http://rebind.example.test:{port}/lines"
-    monkeypatch.setattr(http, "resolve", answers([PUBLIC_ADDRESS], ["127.0.0.1"]))
-    http.check_url(url)
-    with pytest.raises(http.UnsafeURL, match=re.escape("resolves to 127.0.0.1")):
+    monkeypatch.setattr(outbound, "resolve", answers([PUBLIC_ADDRESS], ["127.0.0.1"]))
+    outbound.check_url(url)
+    with pytest.raises(outbound.UnsafeURL, match=re.escape("resolves to 127.0.0.1")):
         stream_lines(url)
     assert Receiver.seen == []
 
@@ -490,7 +494,7 @@ def test_async_stream_post_does_not_follow_redirects(server: str, allow_loopback
 def test_async_stream_post_stops_at_the_size_limit(
     server: str, allow_loopback: None, path: str
 ) -> None:
-    with pytest.raises(http.ResponseTooLarge):
+    with pytest.raises(outbound.ResponseTooLarge):
         stream_lines(f"{server}{path}", max_bytes=100_000)
 
 
@@ -500,7 +504,7 @@ def test_async_stream_post_counts_the_limit_over_the_whole_body(
     monkeypatch.setattr(Receiver, "go_on", threading.Event())
     Receiver.go_on.set()
     # Three short lines, 27 bytes in all: each fits in 20 bytes, the whole answer does not.
-    with pytest.raises(http.ResponseTooLarge, match="longer than 20 bytes"):
+    with pytest.raises(outbound.ResponseTooLarge, match="longer than 20 bytes"):
         stream_lines(f"{server}/lines", max_bytes=20)
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent
-from agents.registry import EXECUTORS
-from agents.settings_forms import (
+from executors.settings_forms import (
     SETTINGS_FORMS,
     HttpSettingsForm,
     PythonSettingsForm,
@@ -68,7 +68,7 @@ BAD: list[tuple[str, dict[str, str], str, str]] = [
 
 
 def test_every_kind_with_settings_has_a_form_and_the_others_none() -> None:
-    assert set(SETTINGS_FORMS) <= set(EXECUTORS)
+    assert set(SETTINGS_FORMS) <= set(settings.EXECUTOR_KINDS)
     assert settings_form_for("conformance") is None
     assert settings_form_for("http") is HttpSettingsForm
     assert settings_form_for("no-such-kind") is None

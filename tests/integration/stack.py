@@ -1,7 +1,7 @@
 """The distributed hub as real processes: how to start, watch, and stop them.
 
 A fresh PostgreSQL database, a Redis database this session claims, two daphne web processes
-and two Celery workers, all configured from the environment as an operator would. Each
+two Celery workers and Celery beat, all configured from the environment as an operator would. Each
 process writes to its own log file in the session's temporary directory.
 """
 
@@ -121,6 +121,10 @@ class Hub:
         ]  # fmt: skip
         return self.spawn(name, command)
 
+    def start_beat(self) -> Process:
+        """Celery beat: it sends the periodic jobs (recovery of stale turns, the push sweep)."""
+        return self.spawn("beat", [sys.executable, "-m", "celery", "-A", "a2ahub", "beat"])
+
     def replace_worker(self, dead: Process) -> Process:
         """A fresh worker in place of one that died, so later tests keep two."""
         return self.start_worker(f"{dead.name}-again")
@@ -225,6 +229,7 @@ def start_all(running: Hub) -> Hub:
     web_a, running.web_a = running.start_web("web-a")
     web_b, running.web_b = running.start_web("web-b")
     workers = [running.start_worker("worker1"), running.start_worker("worker2")]
+    running.start_beat()
     try:
         for process, base in ((web_a, running.web_a), (web_b, running.web_b)):
             wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,12 +18,12 @@ from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.conf import settings
 from django.db import connection
+from pytest_django.fixtures import Settings
 
 from a2ahub import asyncdb
 from a2ahub.asgi import application
-from agents.executors.base import Executor, RequestContext
-from agents.registry import EXECUTORS, ExecutorKind, executor_class
 from tasks import events
+from tasks.executor import Executor, RequestContext
 from tasks.models import Task, TaskEvent
 from tasks.updater import TaskUpdater
 from tests.conftest import make_agent
@@ -241,11 +241,10 @@ class BusyExecutor(Executor):
 
 
 @pytest.fixture
-def busy_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setitem(EXECUTORS, "busy", ExecutorKind(f"{__name__}.BusyExecutor", "Busy"))
-    executor_class.cache_clear()
-    yield "busy"
-    executor_class.cache_clear()
+def busy_kind(settings: Settings) -> str:
+    busy = {"class": f"{__name__}.BusyExecutor", "label": "Busy"}
+    settings.EXECUTOR_KINDS = settings.EXECUTOR_KINDS | {"busy": busy}
+    return "busy"
 
 
 async def test_a_stream_shows_the_task_when_the_agent_starts_not_when_it_ends(
@@ -289,13 +288,12 @@ class GatedReplier(GatedExecutor):
 
 
 @pytest.fixture
-def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def gated(settings: Settings) -> None:
     GatedExecutor.gate, GatedExecutor.waiting = asyncio.Event(), asyncio.Event()
-    for kind, name in (("gated", "GatedExecutor"), ("gated-replier", "GatedReplier")):
-        monkeypatch.setitem(EXECUTORS, kind, ExecutorKind(f"{__name__}.{name}", kind))
-    executor_class.cache_clear()
-    yield
-    executor_class.cache_clear()
+    settings.EXECUTOR_KINDS = settings.EXECUTOR_KINDS | {
+        kind: {"class": f"{__name__}.{name}", "label": kind}
+        for kind, name in (("gated", "GatedExecutor"), ("gated-replier", "GatedReplier"))
+    }
 
 
 async def open_body_stream(slug: str) -> ApplicationCommunicator:

@@ -32,9 +32,9 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from starlette.applications import Starlette
 
-from agents.executors.remote import REMOTE_CONTEXT_KEY, REMOTE_TASK_KEY
 from agents.forms import validate_executor_settings
 from agents.models import Agent
+from executors.remote import REMOTE_CONTEXT_KEY, REMOTE_TASK_KEY
 from tests.protocol.conftest import (
     V03,
     V1,

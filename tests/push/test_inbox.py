@@ -11,7 +11,7 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
-from a2ahub.http import forget_own_origins
+from a2ahub.outbound import forget_own_origins
 from agents.models import Agent
 from push.models import Delivery, InboxMessage, WebhookInbox
 from tests.push.conftest import (
@@ -36,11 +36,11 @@ def hub_origin(live_server: Any, settings: Any) -> Iterator[str]:
     settings.PUSH_ALLOWED_HOSTS = []
     settings.PORT = int(live_server.url.rsplit(":", 1)[1])
     forget_own_origins()
-    apps.get_app_config("push").ready()
+    apps.get_app_config("a2ahub").ready()
     yield f"http://{settings.HOST}:{settings.PORT}"
     settings.PORT = configured
     forget_own_origins()
-    apps.get_app_config("push").ready()
+    apps.get_app_config("a2ahub").ready()
 
 
 @pytest.fixture

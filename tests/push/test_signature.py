@@ -13,8 +13,8 @@ from django.test import Client
 from jwcrypto import jwk, jws, jwt
 from jwcrypto.common import base64url_decode, base64url_encode
 
+from a2ahub import signing
 from agents.models import Agent
-from push import signing
 from push.models import Delivery
 from tests.push.conftest import V1, VERSIONS, Caller, Received, Receiver, webhook
 

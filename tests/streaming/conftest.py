@@ -52,7 +52,7 @@ METHODS = {
         "cancel": "tasks/cancel",
     },
 }
-# The writer's essay is its topic line, then these paragraphs (agents/executors/writer.py).
+# The writer's essay is its topic line, then these paragraphs (executors/writer.py).
 ESSAY_CHUNKS = 6
 SECURED: dict[str, Any] = {
     "security_schemes": {"apiKey": {"type": "apiKey", "in": "header", "name": KEY_HEADER}},

@@ -17,8 +17,8 @@ from django.conf import settings
 from agents.models import Agent
 from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange, TransitionRefused
-from tasks.methods import load_task
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
+from tasks.reading import load_task
 from tests.conftest import make_agent
 from tests.protocol.conftest import V1
 

@@ -1,4 +1,5 @@
-"""Serve the hub: daphne on HOST:PORT, plus Celery worker processes when REDIS_URL is set."""
+"""Serve the hub: daphne on HOST:PORT, plus Celery worker processes and Celery beat (the
+periodic jobs: recovery, the push sweep) when REDIS_URL is set."""
 
 from __future__ import annotations
 
@@ -12,15 +13,21 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Run the web server and, in distributed mode, the Celery workers beside it."
+    help = "Run the web server and, in distributed mode, the Celery workers and beat beside it."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=settings.HOST)
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--workers", type=int, default=1, help="Celery worker processes")
+        parser.add_argument(
+            "--no-beat", dest="beat", action="store_false",
+            help="start no Celery beat (another runhub of this hub runs one)",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         children = [] if settings.EMBEDDED else self.start_workers(options["workers"])
+        if not settings.EMBEDDED and options["beat"]:
+            children.append(subprocess.Popen(self.beat_command()))
         web = subprocess.Popen(self.daphne_command(options["host"], options["port"]))
         self.stdout.write(f"A2A Hub on http://{options['host']}:{options['port']}/")
         self.forward_signals([web, *children])
@@ -42,6 +49,9 @@ class Command(BaseCommand):
             str(port),
             "a2ahub.asgi:application",
         ]
+
+    def beat_command(self) -> list[str]:
+        return [sys.executable, "-m", "celery", "-A", "a2ahub", "beat", "-l", "INFO"]
 
     def start_workers(self, count: int) -> list[subprocess.Popen[bytes]]:
         command = [

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from agents.errors import UnsupportedOperationError
+from a2ahub.errors import UnsupportedOperationError
 from agents.models import Agent
 from tasks.models import ACTIVE_STATES, Task
 

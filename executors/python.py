@@ -18,9 +18,10 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
 
-from agents.errors import InvalidAgentResponseError
-from agents.executors.base import Executor, RequestContext
+from a2ahub.errors import InvalidAgentResponseError
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 SkillFunction = Callable[[RequestContext], Any]
@@ -100,7 +101,20 @@ def as_parts(value: Any) -> list[pb.Part]:
     raise InvalidAgentResponseError(f"A skill returned {type(value).__name__}, not a result.")
 
 
+def validate_python_settings(settings: dict[str, Any]) -> None:
+    names = function_names(settings)
+    if not names:
+        raise ValidationError('Name the functions: {"functions": {"<skill id>": "<name>"}}.')
+    unknown = sorted(set(names.values()) - set(REGISTRY))
+    if unknown:
+        raise ValidationError(
+            f"Not a registered Python skill: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(REGISTRY)) or 'none'})."
+        )
+
+
 class PythonExecutor(Executor):
+    check_settings = staticmethod(validate_python_settings)
     replies_with_messages = False
 
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:

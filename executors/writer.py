@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agents.executors.base import Executor, RequestContext
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 PARAGRAPHS = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from agents.executors.base import RequestContext
-from agents.executors.python import InputRequired, Status, skill
+from executors.python import InputRequired, Status, skill
+from tasks.executor import RequestContext
 
 
 @skill("demo.reverse")

@@ -2,13 +2,13 @@
 
 An agent's `executor_settings` are `{"url": ..., "timeout": 30, "retries": 2}`. The request is
 signed (`A2A-Hub-Signature`: an ES256 JWT binding the body's sha256, the task and the time,
-verifiable with /.well-known/jwks.json) and goes through a2ahub.http, so the SSRF guard holds.
+verifiable with /.well-known/jwks.json) and goes through a2ahub.outbound, so the SSRF guard holds.
 Connection errors and 5xx answers are retried with backoff. The backend answers with one JSON
 object, a single reply message, or NDJSON events (progress, artifact chunks, then the final
 state); the README's "HTTP backends" section is the contract. Anything else fails the task
 with a sentence saying why.
 
-NDJSON is relayed live: the answer is read through `http.async_stream_post`, and each line
+NDJSON is relayed live: the answer is read through `outbound.async_stream_post`, and each line
 becomes a task update as soon as it arrives. Retries happen only before the answer's body is
 read (a refused connection, a 5xx status), so no event is ever applied twice.
 """
@@ -27,14 +27,15 @@ from typing import Any
 import httpx
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
 from google.protobuf.json_format import ParseDict, ParseError
 
-from a2ahub import http
-from agents.errors import InvalidAgentResponseError
-from agents.executors.base import Executor, RequestContext
-from push.delivery import issuer
-from push.models import SigningKey
-from push.signing import current_key, sign_with
+from a2ahub import outbound
+from a2ahub.errors import InvalidAgentResponseError
+from a2ahub.models import SigningKey
+from a2ahub.outbound import UnsafeURL, check_url
+from a2ahub.signing import current_key, issuer, sign_with
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 from tasks.wire import to_json
 
@@ -130,12 +131,12 @@ class Backend:
         signature = sign_with(self.key, body, uuid.uuid4().hex, self.task_id, issuer())
         return {"Content-Type": "application/json", SIGNATURE_HEADER: signature}
 
-    async def post(self, body: bytes, timeout: float) -> http.Response:
-        return await http.async_post(self.url, content=body, headers=self.headers(body),
-                                     timeout=timeout, max_bytes=MAX_REPLY_BYTES)  # fmt: skip
+    async def post(self, body: bytes, timeout: float) -> outbound.Response:
+        return await outbound.async_post(self.url, content=body, headers=self.headers(body),
+                                         timeout=timeout, max_bytes=MAX_REPLY_BYTES)  # fmt: skip
 
     @asynccontextmanager
-    async def call(self, body: bytes) -> AsyncIterator[http.StreamingResponse]:
+    async def call(self, body: bytes) -> AsyncIterator[outbound.StreamingResponse]:
         """The backend's successful answer, still arriving, after retrying what is worth
         retrying; reading it raises BackendError for a broken, late or oversized body."""
         async with AsyncExitStack() as stack:
@@ -147,10 +148,10 @@ class Backend:
                 )
             try:
                 yield response
-            except (http.ResponseTooLarge, httpx.HTTPError) as exc:
+            except (outbound.ResponseTooLarge, httpx.HTTPError) as exc:
                 raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
 
-    async def open(self, body: bytes, stack: AsyncExitStack) -> http.StreamingResponse:
+    async def open(self, body: bytes, stack: AsyncExitStack) -> outbound.StreamingResponse:
         """Retries until an answer below 500 comes; it stays open until `stack` closes. No
         byte of the body is read here, so nothing is applied before the last retry."""
         problem = ""
@@ -160,13 +161,15 @@ class Backend:
             async with AsyncExitStack() as this_attempt:
                 try:
                     response = await this_attempt.enter_async_context(
-                        http.async_stream_post(self.url, content=body, headers=self.headers(body),
-                                               timeout=self.timeout, max_bytes=MAX_REPLY_BYTES)
+                        outbound.async_stream_post(
+                            self.url, content=body, headers=self.headers(body),
+                            timeout=self.timeout, max_bytes=MAX_REPLY_BYTES,
+                        )
                     )  # fmt: skip
                 except RETRIED_ERRORS as exc:
                     problem = f"the backend could not be reached ({describe(exc)})"
                     continue
-                except (http.UnsafeURL, httpx.HTTPError) as exc:
+                except (outbound.UnsafeURL, httpx.HTTPError) as exc:
                     raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
                 if response.status_code < 500:
                     stack.push_async_exit(this_attempt.pop_all())
@@ -184,10 +187,10 @@ async def backend_for(context: RequestContext) -> Backend:
                    retries_of(settings))  # fmt: skip
 
 
-async def read_all(response: http.StreamingResponse) -> bytes:
+async def read_all(response: outbound.StreamingResponse) -> bytes:
     try:
         return await response.aread()
-    except (http.ResponseTooLarge, httpx.HTTPError) as exc:
+    except (outbound.ResponseTooLarge, httpx.HTTPError) as exc:
         raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
 
 
@@ -300,7 +303,30 @@ async def apply(updater: TaskUpdater, chunks: Chunks, line: str) -> bool:
     return False
 
 
+def validate_http_settings(settings: dict[str, Any]) -> None:
+    url = settings.get("url")
+    if not isinstance(url, str) or not url:
+        raise ValidationError('Name the backend: {"url": "https://..."}.')
+    try:
+        check_url(url, allow_unresolved=True)
+    except UnsafeURL as exc:
+        raise ValidationError(f"The hub may not call this backend URL: {exc}") from exc
+    timeout = settings.get("timeout", DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not (MIN_TIMEOUT <= timeout <= MAX_TIMEOUT)
+    ):
+        raise ValidationError(
+            f'"timeout" is a number of seconds from {MIN_TIMEOUT} to {MAX_TIMEOUT}.'
+        )
+    retries = settings.get("retries", DEFAULT_RETRIES)
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise ValidationError(f'"retries" is a whole number from 0 to {MAX_RETRIES}.')
+
+
 class HttpExecutor(Executor):
+    check_settings = staticmethod(validate_http_settings)
     backend: Backend | None = None
 
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:

@@ -1,4 +1,4 @@
-"""The hub's push signing keys (ES256) and the JWT each delivery carries.
+"""The hub's identity: its signing keys (ES256), the issuer it names, and the JWT it signs.
 
 The JWT binds the delivery to its exact body (`request_body_sha256`), its task and its time;
 receivers verify it with the keys published at /.well-known/jwks.json. A retired key stays
@@ -19,9 +19,14 @@ from django.db.models import Q
 from django.utils import timezone
 from jwcrypto import jwk, jws, jwt
 
-from push.models import SigningKey
+from a2ahub.models import SigningKey
 
 TOKEN_LIFETIME_SECONDS = 300
+
+
+def issuer() -> str:
+    """Who signs: the hub's public URL, from configuration (never from a request)."""
+    return settings.PUBLIC_BASE_URL or f"http://{settings.HOST}:{settings.PORT}"
 
 
 def current_key() -> SigningKey:

@@ -17,11 +17,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from agents.calls import Call
-from agents.errors import UnsupportedOperationError
+from a2ahub.errors import UnsupportedOperationError
+from protocol.calls import Call
+from protocol.handlers.tasks import Turn, owned_task, prepare_turn, queue_turn
 from tasks import events, lifecycle, runner
-from tasks.methods import Turn, load_task, owned_task, prepare_turn, queue_turn
 from tasks.models import TERMINAL_STATES, ExecutionMode, Task
+from tasks.reading import load_task
 from tasks.updater import TaskUpdater, release_after_write
 from tasks.wire import event_ends_stream, to_json
 

@@ -19,9 +19,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseDict, ParseError
 
-from agents import cards, limits
-from agents.calls import Call
-from agents.errors import (
+from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
     ContentTypeNotSupportedError,
@@ -35,13 +33,16 @@ from agents.errors import (
     internal_error,
     invalid_params,
 )
+from agents import cards
 from agents.lookup import cached_agent, find_agent
-from agents.method_table import V03_METHODS, V1_METHODS, Method, resolve
 from agents.models import Agent
 from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
-from agents.sse import sse_error, sse_response
-from agents.v03 import PARAMS_IN, RESULT_OUT
 from agents.views import json_not_found, public_base_url, requested_version
+from protocol import limits
+from protocol.calls import Call
+from protocol.method_table import V03_METHODS, V1_METHODS, Method, resolve
+from protocol.sse import sse_error, sse_response
+from protocol.v03 import PARAMS_IN, RESULT_OUT
 from tasks.wire import V03, V1, to_json
 
 SUPPORTED_VERSIONS = (V03, V1)
@@ -189,11 +190,11 @@ def failed_field(problem: str) -> str:
 def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
     if version == V03:
         return RESULT_OUT[method.adapter](result)
-    if method.handler == "tasks.methods.send_message":
+    if method.handler == "protocol.handlers.tasks.send_message":
         from tasks.wire import send_result_json
 
         return send_result_json(result, V1)
-    if method.handler == "agents.methods.get_extended_card":
+    if method.handler == "protocol.handlers.cards.get_extended_card":
         return cards.card_document(result, cards.V1_0)
     if isinstance(result, pb.ListTasksResponse):
         # nextPageToken and totalSize are required even when empty or zero.

@@ -22,17 +22,17 @@ from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
 from a2ahub import asyncdb
-from agents.calls import Call
-from agents.errors import (
+from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
     invalid_params,
 )
-from agents.executors.base import RequestContext
-from agents.registry import execution_mode
+from agents.kinds import execution_mode
+from protocol.calls import Call
 from tasks import events, jobs, lifecycle, runner
+from tasks.executor import RequestContext
 from tasks.lifecycle import NewTask
 from tasks.models import (
     INTERRUPTED_STATES,
@@ -42,12 +42,12 @@ from tasks.models import (
     Task,
     TaskState,
 )
+from tasks.reading import load_task
 from tasks.wire import (
     ENDING_STATES,
     PB_TO_STATE,
     event_ends_stream,
     message_to_pb,
-    task_to_pb,
 )
 
 MAX_PAGE_SIZE = 100
@@ -67,16 +67,6 @@ def owned_task(call: Call, task_id: str) -> Task:
     if task is None:
         raise TaskNotFoundError(f"Task {task_id!r} was not found.")
     return task
-
-
-def load_task(task: Task, history_length: int | None, artifacts: bool = True) -> pb.Task:
-    history: list[Message] = []
-    if history_length is None:
-        history = list(Message.objects.filter(task=task))
-    elif history_length > 0:
-        newest = Message.objects.filter(task=task).order_by("-position")[:history_length]
-        history = list(reversed(newest))
-    return task_to_pb(task, history, task.artifacts.all() if artifacts else [])
 
 
 def history_length_of(request: Any) -> int | None:
@@ -266,8 +256,8 @@ def inline_push_config(
 ) -> pb.TaskPushNotificationConfig | None:
     if not request.configuration.HasField("task_push_notification_config"):
         return None
+    from protocol.handlers.push import require_push
     from push.configs import check_config
-    from push.methods import require_push
 
     config = request.configuration.task_push_notification_config
     require_push(call)

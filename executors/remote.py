@@ -6,7 +6,7 @@ transport and protocol version the card offers (1.0, or the 0.3 compat transport
 caller's message with streaming on, and relays what the remote sends (status messages, artifact
 chunks, input-required, the final state) through the TaskUpdater; the hub keeps its own task.
 
-Every request goes through `a2ahub.http.async_client` (the connect-time SSRF check) and only
+Every request goes through `a2ahub.outbound.async_client` (the connect-time SSRF check) and only
 after `check_url` has passed for its URL, so neither the card URL nor the interface URL a card
 names can point the hub at a private address (PUSH_ALLOWED_HOSTS opens hosts for development).
 
@@ -31,10 +31,12 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
+from django.core.exceptions import ValidationError
 
-from a2ahub import http
-from agents.errors import A2AError, InvalidAgentResponseError
-from agents.executors.base import Executor, RequestContext
+from a2ahub import outbound
+from a2ahub.errors import A2AError, InvalidAgentResponseError
+from a2ahub.outbound import UnsafeURL, check_url
+from tasks.executor import Executor, RequestContext
 from tasks.models import TaskState
 from tasks.updater import TaskUpdater
 from tasks.wire import to_json
@@ -76,7 +78,7 @@ def turn_timeout(settings: dict[str, Any]) -> float:
 
 async def check_request(request: httpx.Request) -> None:
     """httpx's request hook: nothing is sent until the URL passes the SSRF check."""
-    await asyncio.to_thread(http.check_url, str(request.url))
+    await asyncio.to_thread(outbound.check_url, str(request.url))
 
 
 @asynccontextmanager
@@ -86,12 +88,12 @@ async def connect(
     """An SDK client for the agent whose card is at `url` (and the card), on a guarded HTTP
     client; the SDK picks the transport and protocol version from the card."""
     try:
-        async with http.async_client(url, timeout=timeout) as guarded:
+        async with outbound.async_client(url, timeout=timeout) as guarded:
             guarded.event_hooks["request"] = [check_request]
             card = await A2ACardResolver(guarded, url, agent_card_path="").get_agent_card()
             config = ClientConfig(streaming=streaming, httpx_client=guarded)
             yield ClientFactory(config).create(card), card
-    except http.UnsafeURL as exc:
+    except outbound.UnsafeURL as exc:
         raise InvalidAgentResponseError(f"The remote agent's address is refused: {exc}") from exc
 
 
@@ -114,7 +116,21 @@ def outgoing(context: RequestContext, remote: RemoteTask) -> pb.SendMessageReque
     return pb.SendMessageRequest(message=message)
 
 
+def validate_remote_settings(settings: dict[str, Any]) -> None:
+    url = settings.get("card_url")
+    if not isinstance(url, str) or not url:
+        raise ValidationError(
+            'Name the remote agent\'s card: {"card_url": "https://.../agent-card.json"}.'
+        )
+    try:
+        check_url(url, allow_unresolved=True)
+    except UnsafeURL as exc:
+        raise ValidationError(f"The hub may not call this card URL: {exc}") from exc
+
+
 class RemoteAgentExecutor(Executor):
+    check_settings = staticmethod(validate_remote_settings)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.remote = RemoteTask()

@@ -6,11 +6,11 @@ from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from google.protobuf import empty_pb2
 
-from agents.calls import Call
-from agents.errors import PushNotificationNotSupportedError, TaskNotFoundError
+from a2ahub.errors import PushNotificationNotSupportedError, TaskNotFoundError
+from protocol.calls import Call
+from protocol.handlers.tasks import owned_task
 from push.configs import check_config, create_config, public_view
 from push.models import PushNotificationConfig
-from tasks.methods import owned_task
 
 PAGE_SIZE = 100
 

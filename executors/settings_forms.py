@@ -15,14 +15,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape
 
-from agents.executors import echo, http, interview, remote, slow
-from agents.forms import (
-    validate_executor_settings,
-    validate_http_settings,
-    validate_python_settings,
-    validate_remote_settings,
-)
+from agents.forms import validate_executor_settings
 from agents.models import slug_validator
+from executors import echo, http, interview, remote, slow
+from executors.http import validate_http_settings
+from executors.python import validate_python_settings
+from executors.remote import validate_remote_settings
 
 LINE = re.compile(r"^\s*(?P<skill>[^=]+?)\s*=\s*(?P<name>\S.*?)\s*$")
 ANY_SKILL = "*"  # function_names' key for a single {"function": name}
@@ -119,7 +117,7 @@ class RemoteSettingsForm(ExecutorSettingsForm):
 
 
 def registered_functions() -> list[str]:
-    from agents.executors.python import REGISTRY
+    from executors.python import REGISTRY
 
     return sorted(REGISTRY)
 
@@ -146,7 +144,7 @@ class PythonSettingsForm(ExecutorSettingsForm):
 
     @classmethod
     def initial_from(cls, settings: dict[str, Any]) -> dict[str, Any]:
-        from agents.executors.python import function_names
+        from executors.python import function_names
 
         names = function_names(settings)
         return {"functions": "\n".join(f"{s} = {n}" for s, n in names.items())} if names else {}

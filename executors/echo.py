@@ -7,7 +7,7 @@ its answer piece by piece, without waiting between pieces.
 
 from __future__ import annotations
 
-from agents.executors.base import Executor, RequestContext
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 MAX_CHUNKS = 100

@@ -11,8 +11,8 @@ from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 
+from a2ahub.errors import invalid_params
 from agents import cards
-from agents.errors import invalid_params
 from tasks.wire import V03, dump_v03, send_result_json, task_json
 
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from a2a.types import a2a_pb2 as pb
 
-from agents.executors.base import Executor, RequestContext
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 Scenario = Callable[[TaskUpdater], Awaitable[None]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.executors.base import Executor, RequestContext
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 DEFAULT_QUESTION = "What is your name?"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 
+from a2ahub.errors import AuthenticationRequired, ExtendedAgentCardNotConfiguredError
 from agents import cards
-from agents.calls import Call
-from agents.errors import AuthenticationRequired, ExtendedAgentCardNotConfiguredError
 from agents.principals import challenge
+from protocol.calls import Call
 
 
 async def get_extended_card(call: Call, request: pb.GetExtendedAgentCardRequest) -> pb.AgentCard:

@@ -15,8 +15,8 @@ from typing import Any
 from django.http import StreamingHttpResponse
 
 from a2ahub import jsonbytes
-from agents.errors import A2AError, error_object, internal_error
-from tasks.streams import KEEP_ALIVE, PAUSE, StreamItem
+from a2ahub.errors import A2AError, error_object, internal_error
+from protocol.handlers.streams import KEEP_ALIVE, PAUSE, StreamItem
 from tasks.wire import stream_event_json
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from agents.executors.base import Executor, RequestContext
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 MAX_SECONDS = 600.0

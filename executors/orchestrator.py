@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from a2a.types import a2a_pb2 as pb
 from django.conf import settings
 
-from a2ahub import http
-from agents.errors import A2AError
-from agents.executors.base import Executor, RequestContext
-from agents.executors.remote import connect
+from a2ahub import outbound
+from a2ahub.errors import A2AError
+from executors.remote import connect
+from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
 SUB_TASK_TIMEOUT = 60.0
@@ -58,7 +58,7 @@ def own_base_url() -> str:
     host = "127.0.0.1" if settings.HOST in ANY_ADDRESS else settings.HOST
     host = f"[{host}]" if ":" in host else host
     origin = f"http://{host}:{settings.PORT}"
-    http.register_own_origin(origin)
+    outbound.register_own_origin(origin)
     return origin
 
 

@@ -26,8 +26,8 @@ from django.http import HttpRequest, JsonResponse, QueryDict
 from django.http.response import HttpResponseBase
 
 from a2ahub import asyncdb
-from agents.errors import InvalidRequestError
-from agents.jsonrpc import endpoint, rpc_response
+from a2ahub.errors import InvalidRequestError
+from protocol.jsonrpc import endpoint, rpc_response
 from tasks.wire import V03, V1
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,22 @@
+"""App configuration for the project layer, whose rows are the hub's own (its signing keys)."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class HubConfig(AppConfig):
+    name = "a2ahub"
+    verbose_name = "A2A Hub"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The hub's own origin, from configuration (never from a request's Host header), so
+        # its built-in inbox can receive deliveries without opening loopback to every caller.
+        from django.conf import settings
+
+        from a2ahub.outbound import register_own_origin
+
+        register_own_origin(f"http://{settings.HOST}:{settings.PORT}")
+        if settings.HOST in ("127.0.0.1", "0.0.0.0"):
+            register_own_origin(f"http://localhost:{settings.PORT}")

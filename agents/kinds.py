@@ -1,0 +1,53 @@
+"""The executor kinds an agent may name, from the `EXECUTOR_KINDS` setting.
+
+Each kind is a dotted path to its class (Django's `import_string` idiom, as for email or
+storage backends), a label for the forms and the default place its turns run. Classes are
+imported on first use, so a kind whose module is broken fails only its agents, and nothing
+below the executor layer imports a kind.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+if TYPE_CHECKING:
+    from agents.models import Agent
+
+
+def kinds() -> dict[str, dict[str, str]]:
+    return dict(settings.EXECUTOR_KINDS)
+
+
+def execution_mode(agent: Agent) -> str:
+    """The agent's own choice, or its executor kind's default."""
+    if agent.execution_mode:
+        return agent.execution_mode
+    kind = settings.EXECUTOR_KINDS.get(agent.executor_kind)
+    return kind.get("mode", "inline") if kind else "inline"
+
+
+def executor_choices() -> list[tuple[str, str]]:
+    return [(name, kind["label"]) for name, kind in settings.EXECUTOR_KINDS.items()]
+
+
+def executor_class(name: str) -> Any:
+    return _imported(settings.EXECUTOR_KINDS[name]["class"])
+
+
+@cache
+def _imported(path: str) -> Any:
+    return import_string(path)
+
+
+def check_settings(kind: str, executor_settings: dict[str, Any]) -> None:
+    """Let the kind judge an agent's settings (it raises ValidationError naming the fault);
+    a kind with no `check_settings` takes any."""
+    if kind not in settings.EXECUTOR_KINDS:
+        return
+    check = getattr(executor_class(kind), "check_settings", None)
+    if check is not None:
+        check(executor_settings)

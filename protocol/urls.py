@@ -1,0 +1,13 @@
+"""The A2A endpoints of one hosted agent, under /agents/<slug>/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from protocol import jsonrpc
+
+urlpatterns = [
+    # Both spellings: a POST must never meet an APPEND_SLASH redirect.
+    path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
+    path("<str:slug>/jsonrpc", jsonrpc.endpoint),
+]

@@ -1,0 +1,20 @@
+"""Push as a listener of the task writer: its configs and deliveries are written in the
+writer's transaction, and the delivery queues are kicked once it commits."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from a2ahub import schedule
+from push import configs, jobs, queue
+from tasks import hooks
+
+
+def register() -> None:
+    if configs.create_config in hooks.task_opened:
+        return  # already registered
+    hooks.task_opened.append(configs.create_config)
+    hooks.events_written.append(queue.create_deliveries)
+    hooks.committed.append(jobs.kick_task)
+    # Restarts queues whose job was lost (a worker died, a kick never ran).
+    schedule.register(jobs.sweep_due_deliveries, lambda: settings.TASK_HEARTBEAT_SECONDS)
