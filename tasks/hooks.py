@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from tasks.models import Task, TaskEvent
 
 # A new task that arrived with a push config: the hook stores the config.
-task_opened: list[Callable[[Task, pb.TaskPushNotificationConfig], None]] = []
+task_opened: list[Callable[[Task, pb.TaskPushNotificationConfig], object]] = []
 # Events the writer stored for a followed task.
-events_written: list[Callable[[Task, Sequence[TaskEvent]], None]] = []
+events_written: list[Callable[[Task, Sequence[TaskEvent]], object]] = []
 # After the commit of a followed task's change, by task id.
-committed: list[Callable[[str], None]] = []
+committed: list[Callable[[str], object]] = []
 
 
 def run_task_opened(task: Task, config: pb.TaskPushNotificationConfig) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -65,3 +66,25 @@ def test_the_operator_signs_in_to_the_admin(running_hub: tuple[str, str]) -> Non
         assert "Site administration" in page.text
         assert "Agents" in page.text
         assert http.get("/static/admin/css/base.css").status_code == 200
+
+
+def websocket_handshake(base: str, path: str) -> str:
+    """The status line a WebSocket opening handshake gets (a raw socket: no client library)."""
+    host, port = base.removeprefix("http://").split(":")
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Sec-WebSocket-Version: 13\r\nOrigin: {base}\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request.encode())
+        return sock.recv(4096).split(b"\r\n", 1)[0].decode()
+
+
+def test_a_websocket_to_a_path_without_a_page_is_refused_and_the_hub_serves_on(
+    running_hub: tuple[str, str],
+) -> None:
+    base, _ = running_hub
+
+    assert websocket_handshake(base, "/ws/nothing-here/").startswith("HTTP/1.1 403 ")
+    assert httpx.get(f"{base}/agents/echo/.well-known/agent-card.json").status_code == 200
