@@ -1,6 +1,7 @@
 """The Celery application. Jobs live in each app's `jobs.py`: in this code "task" is an A2A Task.
 
-Periodic jobs come from `a2ahub.schedule` (apps register them), read once the apps are ready.
+Periodic jobs come from `a2ahub.schedule` (apps register them): beat reads the table when it
+starts, once Django's apps are ready.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -18,11 +19,11 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(related_name="jobs")
 
 
-@app.on_after_finalize.connect
-def add_periodic_jobs(sender: Celery, **_: Any) -> None:
+@beat_init.connect
+def add_periodic_jobs(sender: Any, **_: Any) -> None:
     from a2ahub import schedule
 
-    sender.conf.beat_schedule = schedule.beat_schedule()
+    sender.scheduler.update_from_dict(schedule.beat_schedule())
 
 
 @worker_init.connect

@@ -15,7 +15,7 @@ certificate checks are for the name. Environment proxies and `.netrc` are ignore
 (`trust_env=False`), redirects are never followed (a 3xx is returned as is), and a single
 deadline per call clamps every connect, read and write, so a server that drips its answer byte
 by byte cannot hold a worker past the time limit. Host names and addresses listed in
-`settings.PUSH_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
+`settings.OUTBOUND_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
 
 `async_stream_post` is the one call that hands the answer over while it arrives (an HTTP
 backend's NDJSON events, applied line by line). It keeps every guarantee above: the same
@@ -175,7 +175,7 @@ def _normal_host(host: str) -> str:
 
 
 def _allowed_hosts() -> set[str]:
-    return {_normal_host(host) for host in getattr(settings, "PUSH_ALLOWED_HOSTS", [])}
+    return {_normal_host(host) for host in settings.OUTBOUND_ALLOWED_HOSTS}
 
 
 def _origin(url: str) -> Origin | None:
@@ -266,7 +266,7 @@ def _check_addresses(host: str, addresses: Iterable[str]) -> None:
             where = f"{host} is" if address == host else f"{host} resolves to {address},"
             raise UnsafeURL(
                 f"{where} {reason}; the hub only sends requests to public addresses "
-                "(PUSH_ALLOWED_HOSTS opens a host for development)"
+                "(OUTBOUND_ALLOWED_HOSTS opens a host for development)"
             )
 
 

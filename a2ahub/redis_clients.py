@@ -1,4 +1,5 @@
-"""Async Redis clients for the hub's event loops.
+"""Redis clients: the one blocking client each process shares, and async clients for the
+hub's event loops.
 
 redis-py gives every connection a 5 s socket timeout by default and enforces it on each write
 with `asyncio.wait_for`: a task and two more loop turns for every command, which under load
@@ -9,10 +10,20 @@ caller that could wait on Redis for long bounds the wait itself (`REDIS_WAIT_SEC
 
 from __future__ import annotations
 
+from functools import cache
+
+import redis
 import redis.asyncio as aioredis
+from django.conf import settings
 
 REDIS_WAIT_SECONDS = 5.0
 
 
 def async_client(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5)
+
+
+@cache
+def shared_client() -> redis.Redis:
+    """The process's blocking client of `REDIS_URL` (thread-safe: it pools its connections)."""
+    return redis.Redis.from_url(settings.REDIS_URL)

@@ -31,10 +31,13 @@ def register(job: Any, interval: Callable[[], float]) -> None:
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:
-    """The table as Celery beat wants it."""
-    return {
-        name: {"task": name, "schedule": periodic.interval()} for name, periodic in PERIODIC.items()
-    }
+    """The table as Celery beat wants it. A job not taken within its interval expires: while
+    the workers are away the next one will do, rather than a pile of them."""
+    table = {}
+    for name, periodic in PERIODIC.items():
+        every = periodic.interval()
+        table[name] = {"task": name, "schedule": every, "options": {"expires": every}}
+    return table
 
 
 def run_due(now: float | None = None) -> list[str]:

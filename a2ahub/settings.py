@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,6 +66,18 @@ def env_float(name: str, default: float, minimum: float, maximum: float) -> floa
 
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_renamed_list(name: str, old_name: str) -> list[str]:
+    """A list setting that had another name: the old one is still read, with a warning."""
+    if name not in os.environ and old_name in os.environ:
+        warnings.warn(
+            f"{old_name} is deprecated and will be removed: set {name} instead",
+            FutureWarning,  # shown by default: the reader is an operator, not a developer
+            stacklevel=2,
+        )
+        return env_list(old_name)
+    return env_list(name)
 
 
 def env_url(name: str, schemes: set[str], allow_path: bool = True) -> str:
@@ -249,9 +262,10 @@ HUB_DEFAULT_AGENT = env_str("HUB_DEFAULT_AGENT", "echo")
 HUB_NAME = env_str("HUB_NAME", "A2A Hub")
 CARD_CACHE_SECONDS = env_int("CARD_CACHE_SECONDS", 300, 0, 86400)
 
-# Outbound HTTP (a2ahub/http.py): webhooks and remote agent cards never reach private, loopback
-# or link-local addresses, except the exact host names or addresses listed here (development).
-PUSH_ALLOWED_HOSTS = env_list("PUSH_ALLOWED_HOSTS")
+# Outbound HTTP (a2ahub/outbound.py): webhooks, backends and remote agents never reach private,
+# loopback or link-local addresses, except the exact host names or addresses listed here
+# (development). PUSH_ALLOWED_HOSTS is its old name, from when only webhooks went out.
+OUTBOUND_ALLOWED_HOSTS = env_renamed_list("OUTBOUND_ALLOWED_HOSTS", "PUSH_ALLOWED_HOSTS")
 
 # A2A protocol limits and timings.
 A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024, 1024**3)

@@ -177,8 +177,9 @@ def instrument_threads() -> None:
 
 
 def instrument_steps() -> None:
-    from agents import jsonrpc, v03
-    from tasks import events, jobs, lifecycle, methods, runner, updater
+    from protocol import jsonrpc, v03
+    from protocol.handlers import tasks as methods
+    from tasks import events, jobs, lifecycle, reading, runner, updater
 
     jsonrpc.find_agent = timed("web: find_agent (Agent + skills)", jsonrpc.find_agent)
     jsonrpc.authenticate = timed("web: authenticate", jsonrpc.authenticate)
@@ -186,7 +187,7 @@ def instrument_steps() -> None:
     v03.RESULT_OUT["send"] = timed("web: 1.0 Task -> 0.3 JSON", v03.RESULT_OUT["send"])
     jsonrpc.rpc_response = timed("web: JsonResponse (json.dumps)", jsonrpc.rpc_response)
     methods.send_message = timed("web: send_message (whole handler, wall)", methods.send_message)
-    methods.load_task = timed("web: load_task (re-read Task for the answer)", methods.load_task)
+    methods.load_task = timed("web: load_task (re-read Task for the answer)", reading.load_task)
     methods.store_for_worker = timed("web: store_for_worker (open_task)", methods.store_for_worker)
     lifecycle.open_task = timed("any: lifecycle.open_task", lifecycle.open_task)
     lifecycle.record = timed("any: lifecycle.record", lifecycle.record)

@@ -2,7 +2,7 @@
 task's state change to the webhook's arrival.
 
 It starts the hub in distributed mode with bench/run.py's machinery (PostgreSQL, Redis, one
-Celery worker, daphne) with PUSH_ALLOWED_HOSTS=127.0.0.1, a webhook receiver in this process
+Celery worker, daphne) with OUTBOUND_ALLOWED_HOSTS=127.0.0.1, a webhook receiver in this process
 (aiohttp on 127.0.0.1: records the arrival time of each `webhook-id`, answers 200), and a
 `bench-push` agent (echo executor, push notifications on). It then sends tasks, each with an
 inline push config pointing at the receiver (1.0 `SendMessage` with
@@ -275,7 +275,7 @@ def run_all(bench: hub.Bench) -> list[dict[str, Any]]:
     hub.flush_redis(bench)
     env = hub.hub_env(dsn.replace("postgresql://", "postgres://"), args.redis,
                       bench.logs / "data")  # fmt: skip
-    env["PUSH_ALLOWED_HOSTS"] = "127.0.0.1"
+    env["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"
     env["CELERY_CONCURRENCY"] = str(args.celery_concurrency)
     print("== preparing the hub (migrate, seed, bench-push agent)")
     hub.prepare_hub(bench, env)

@@ -8,7 +8,7 @@ chunks, input-required, the final state) through the TaskUpdater; the hub keeps 
 
 Every request goes through `a2ahub.outbound.async_client` (the connect-time SSRF check) and only
 after `check_url` has passed for its URL, so neither the card URL nor the interface URL a card
-names can point the hub at a private address (PUSH_ALLOWED_HOSTS opens hosts for development).
+names can point the hub at a private address (OUTBOUND_ALLOWED_HOSTS opens hosts for development).
 
 Which remote task a hub task talks to: each agent message the hub relays carries `remoteTaskId`
 and `remoteContextId` in its metadata, stored in the hub task's history. A follow-up turn (the

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from a2ahub import redis_clients
 from a2ahub.errors import UnsupportedOperationError
 from agents.models import Agent
 from tasks.models import ACTIVE_STATES, Task
@@ -49,10 +50,8 @@ def forget_counts() -> None:
 def count_request(key: str) -> int:
     """This window's count for `key`, shared by every process through Redis when there is one."""
     if settings.REDIS_URL:
-        from tasks.events import redis_client
-
         try:
-            with redis_client().pipeline() as pipe:
+            with redis_clients.shared_client().pipeline() as pipe:
                 pipe.incr(key)
                 pipe.expire(key, WINDOW_SECONDS + 1)
                 count, _ = pipe.execute()

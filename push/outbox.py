@@ -11,9 +11,9 @@ from tasks import hooks
 
 
 def register() -> None:
-    if configs.create_config in hooks.task_opened:
+    if configs.create_config in hooks.config_given:
         return  # already registered
-    hooks.task_opened.append(configs.create_config)
+    hooks.config_given.append(configs.create_config)
     hooks.events_written.append(queue.create_deliveries)
     hooks.committed.append(jobs.kick_task)
     # Restarts queues whose job was lost (a worker died, a kick never ran).

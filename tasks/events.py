@@ -21,7 +21,6 @@ import threading
 import uuid
 import weakref
 from collections import defaultdict
-from functools import cache
 from typing import Any
 
 import redis
@@ -144,7 +143,7 @@ def publish(task_id: str, events: list[Event]) -> None:
     if settings.REDIS_URL:
         body = encode(events)
         try:
-            redis_client().publish(CHANNEL_PREFIX + task_id, body)
+            redis_clients.shared_client().publish(CHANNEL_PREFIX + task_id, body)
         except redis.RedisError:
             # The events are stored; a reader that missed them catches up from the database.
             logger.exception("could not publish events of task %s", task_id)
@@ -155,11 +154,6 @@ def deliver_local(task_id: str, events: list[Event]) -> None:
         targets = list(_subscribers.get(task_id, ()))
     for subscription in targets:
         subscription.deliver(events)
-
-
-@cache
-def redis_client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
 
 
 async def subscribe(
@@ -381,7 +375,7 @@ def send_reply(channel: str, task_id: str, body: bytes) -> None:
     if not settings.REDIS_URL:
         return
     try:
-        redis_client().publish(channel, task_id.encode() + b" " + body)
+        redis_clients.shared_client().publish(channel, task_id.encode() + b" " + body)
     except redis.RedisError:
         # The waiting request reads the task itself once its wait ends.
         logger.exception("could not reply to %s about task %s", channel, task_id)

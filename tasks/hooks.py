@@ -1,8 +1,10 @@
 """Where apps above `tasks` take part in the writer's work without `tasks` importing them.
 
-The writer calls these for tasks with `push_enabled` set (somebody outside the hub follows
-them): `task_opened` and `events_written` inside the transaction that stores the change, so
-what a hook writes commits or rolls back with it (an outbox), and `committed` after commit.
+`config_given` runs when a send carries a push config (a new task, or a follow-up accepted
+by the task), and makes the task followed (`push_enabled`). For followed tasks the writer
+calls `events_written` for every change. Both run inside the transaction that stores the
+change, so what a hook writes commits or rolls back with it (an outbox); `committed` runs
+after the commit.
 Apps append to the lists from their `AppConfig.ready()`.
 """
 
@@ -16,16 +18,16 @@ if TYPE_CHECKING:
 
     from tasks.models import Task, TaskEvent
 
-# A new task that arrived with a push config: the hook stores the config.
-task_opened: list[Callable[[Task, pb.TaskPushNotificationConfig], object]] = []
+# A send's push config, for the task it was accepted by: the hook stores the config.
+config_given: list[Callable[[Task, pb.TaskPushNotificationConfig], object]] = []
 # Events the writer stored for a followed task.
 events_written: list[Callable[[Task, Sequence[TaskEvent]], object]] = []
 # After the commit of a followed task's change, by task id.
 committed: list[Callable[[str], object]] = []
 
 
-def run_task_opened(task: Task, config: pb.TaskPushNotificationConfig) -> None:
-    for hook in task_opened:
+def run_config_given(task: Task, config: pb.TaskPushNotificationConfig) -> None:
+    for hook in config_given:
         hook(task, config)
 
 

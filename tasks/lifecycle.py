@@ -285,7 +285,7 @@ def open_task(
         with transaction.atomic():
             task.save(force_insert=True)
             if spec.push_config is not None:
-                hooks.run_task_opened(task, spec.push_config)
+                hooks.run_config_given(task, spec.push_config)
             writer.save_rows()
             after_commit(writer)
     return opened(task, writer, end, history)
@@ -539,8 +539,14 @@ def save_status(task: Task) -> None:
     )
 
 
-def add_user_message(task_id: uuid.UUID, owner: str, message: pb.Message) -> Outcome:
-    """A follow-up message resumes an interrupted task: it goes back to working."""
+def add_user_message(
+    task_id: uuid.UUID,
+    owner: str,
+    message: pb.Message,
+    push_config: pb.TaskPushNotificationConfig | None = None,
+) -> Outcome:
+    """A follow-up message resumes an interrupted task: it goes back to working. A push config
+    sent with it is stored only if the task takes the message (and then hears its events)."""
     now = timezone.now()
     with transaction.atomic():
         updated = Task.objects.filter(
@@ -552,6 +558,8 @@ def add_user_message(task_id: uuid.UUID, owner: str, message: pb.Message) -> Out
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, S.WORKING)
         task = Task.objects.get(id=task_id)
+        if push_config is not None:
+            hooks.run_config_given(task, push_config)
         writer = Writer(task, task.last_sequence - 1, now)
         writer.add_message(stamp(message, task, pb.ROLE_USER), task.messages.count())
         writer.status(StatusChange(S.WORKING), 0)

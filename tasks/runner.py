@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from a2ahub import schedule, worker
+from a2ahub import redis_clients, schedule, worker
 from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
@@ -189,9 +189,8 @@ def request_stop(task_id: str) -> bool:
 def stop_everywhere(task_id: str) -> None:
     if request_stop(task_id) or not settings.REDIS_URL:
         return
-    from tasks.events import redis_client
 
-    redis_client().publish(CONTROL_CHANNEL, task_id)
+    redis_clients.shared_client().publish(CONTROL_CHANNEL, task_id)
 
 
 @dataclass
@@ -407,11 +406,10 @@ def requeue_lost(cutoff: datetime) -> None:
 
 
 def control_loop() -> None:
-    from tasks.events import redis_client
 
     while True:
         try:
-            pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+            pubsub = redis_clients.shared_client().pubsub(ignore_subscribe_messages=True)
             pubsub.subscribe(CONTROL_CHANNEL)
             for message in pubsub.listen():
                 if message.get("type") == "message":

@@ -12,14 +12,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+PRINT_PORT = "import django; django.setup(); from django.conf import settings; print(settings.PORT)"
+
+
+def load_settings(
+    tmp_path: Path, code: str = PRINT_PORT, **env: str
+) -> subprocess.CompletedProcess[str]:
     clean = {
         k: v
         for k, v in os.environ.items()
         if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}
     }
     clean |= {"DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"} | env
-    code = "import django; django.setup(); from django.conf import settings; print(settings.PORT)"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True,
         timeout=60,

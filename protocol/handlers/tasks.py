@@ -218,10 +218,6 @@ def prepare_follow_up(
     call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None = None
 ) -> tuple[Task, list[pb.Message]]:
     task = owned_task(call, message.task_id)
-    if push_config is not None and task.state not in TERMINAL_STATES:
-        from push.configs import create_config
-
-        create_config(task, push_config)
     if task.state in TERMINAL_STATES:
         raise UnsupportedOperationError(
             f"Task {task.id} is {task.state}; it takes no more messages."
@@ -231,7 +227,7 @@ def prepare_follow_up(
     if task.state not in INTERRUPTED_STATES:
         raise UnsupportedOperationError(f"Task {task.id} is still {task.state}; wait for it.")
     try:
-        lifecycle.add_user_message(task.id, call.principal.id, message)
+        lifecycle.add_user_message(task.id, call.principal.id, message, push_config)
     except lifecycle.TransitionRefused:
         raise UnsupportedOperationError(
             f"Task {task.id} moved on; it takes no message now."
