@@ -13,7 +13,10 @@ class TasksConfig(AppConfig):
         from django.conf import settings
 
         from a2ahub import schedule
-        from tasks import jobs
+        from tasks import checks, jobs
+
+        # The raw SQL of the hot paths must still fit the models, or start-up fails.
+        checks.register()
 
         # Fails open tasks whose runner died, and queues again turns lost with a worker.
         schedule.register(jobs.recover_stale_tasks, lambda: settings.TASK_HEARTBEAT_SECONDS)

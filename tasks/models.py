@@ -2,7 +2,14 @@
 
 Parts, messages and statuses are stored in the A2A 1.0 JSON form (the protobuf JSON mapping),
 once and version-neutral; `tasks.wire` turns them into either version on the way out.
-Only `tasks.lifecycle` writes these rows.
+
+`tasks.lifecycle` is the writer of a task's state and of its messages, artifacts and events
+(on its hot paths through the statements of `tasks.sql`, which `tasks.checks` keeps fitting
+these models). Other writers touch a task's bookkeeping columns only: `runner` and
+`heartbeat_at` by the claim of a queued turn (`tasks.sql.claim_task`), the runner's heartbeat
+and requeue (`tasks.runner`) and the hand-over of a stored task to a worker
+(`protocol.handlers.tasks`); `push_enabled` by `push.configs` when a task gets a webhook.
+A task's rows are deleted only with its agent.
 """
 
 from __future__ import annotations

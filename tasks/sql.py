@@ -5,21 +5,23 @@ first flush comes. Through the ORM that is six round trips (BEGIN, four INSERTs,
 most of a request's CPU; chained as data-modifying CTEs it is one statement, atomic on its
 own. Foreign keys are checked at the end of the statement, when every row is there. A stored
 task's batch of changes is one statement too (`record_statement`). The builders only build
-(sql, params), so the same statement runs on Django's connection or an async one.
+(sql, params), so the same statement runs on Django's connection or an async one. Names come
+from the models (`tasks.columns`), each shape of statement is built once, and `tasks.checks`
+stops start-up when a model gains something these statements do not do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, partial
-from typing import Any, cast
+from functools import cache, lru_cache, partial
+from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import connection
 from django.db.models import (
     AutoField,
     BigAutoField,
+    BigIntegerField,
     BooleanField,
     CharField,
     DateTimeField,
@@ -28,66 +30,18 @@ from django.db.models import (
     IntegerField,
     JSONField,
     Model,
+    PositiveIntegerField,
     TextField,
     UUIDField,
 )
+from django.db.models.fields import AutoFieldMixin
 from psycopg.types.json import Jsonb
 
 from a2ahub import jsonbytes
+from tasks.columns import builder, column, columns, field, table
+from tasks.models import ACTIVE_STATES, Artifact, Message, Task, TaskEvent
 
-
-@cache
-def builder() -> BaseDatabaseWrapper:
-    """A connection object that is never connected, only asked to quote names and prepare
-    values. Through the `connection` proxy each of those reads is a context-local lookup, and
-    under ASGI each request's context would build a connection object of its own."""
-    return connections.create_connection(DEFAULT_DB_ALIAS)
-
-
-def insert_values(objs: Sequence[Model]) -> tuple[str, list[Any]]:
-    _, head, row = insert_shape(type(objs[0]))
-    return head + ", ".join([row] * len(objs)), row_params(objs)
-
-
-def row_params(objs: Sequence[Model]) -> list[Any]:
-    """The parameters of rows to insert, field by field, as Django would save them."""
-    prepare = preparers(type(objs[0]))
-    return [convert(getattr(obj, attname)) for obj in objs for attname, convert in prepare]
-
-
-@cache
-def preparers(model: type[Model]) -> list[tuple[str, Callable[[Any], Any]]]:
-    """For each inserted field, the attribute to read and how its value becomes a parameter.
-    Django's `get_db_prep_save` per value was a tenth of a streamed turn's CPU; for the kinds
-    of field the task rows have, on PostgreSQL, it comes down to these."""
-    db = builder()
-    result: list[tuple[str, Callable[[Any], Any]]] = []
-    for field in inserted_fields(model):
-        convert: Callable[[Any], Any]
-        if (
-            db.vendor != "postgresql"
-            or getattr(field, "auto_now", False)
-            or getattr(field, "auto_now_add", False)
-        ):
-            convert = partial(prepared_by_django, field)
-        elif isinstance(field, JSONField) and field.encoder is None:
-            convert = as_jsonb
-        elif isinstance(field, IntegerField):
-            convert = as_int
-        elif isinstance(field, PLAIN_FIELDS):
-            convert = as_is
-        else:
-            convert = partial(prepared_by_django, field)
-        result.append((field.attname, convert))
-    return result
-
-
-# Fields whose values the writers already give in the type PostgreSQL takes as it is.
-PLAIN_FIELDS = (CharField, TextField, BooleanField, DateTimeField, UUIDField, ForeignKey)
-
-
-def prepared_by_django(field: Field, value: Any) -> Any:
-    return field.get_db_prep_save(value, builder())
+# ---- Values -------------------------------------------------------------------------------
 
 
 def as_jsonb(value: Any) -> Any:
@@ -102,33 +56,109 @@ def as_is(value: Any) -> Any:
     return value
 
 
+# For each kind of field the task rows have, how its values become parameters PostgreSQL takes
+# as they are. Django's `get_db_prep_save` per value was a tenth of a streamed turn's CPU; for
+# these it comes down to this. Exact classes: a subclass may prepare its values otherwise.
+CONVERTERS: dict[type[Field], Callable[[Any], Any]] = {
+    CharField: as_is,
+    TextField: as_is,
+    BooleanField: as_is,
+    DateTimeField: as_is,
+    UUIDField: as_is,
+    IntegerField: as_int,
+    PositiveIntegerField: as_int,
+    BigIntegerField: as_int,
+    AutoField: as_int,
+    BigAutoField: as_int,
+}
+
+
+def converter(field: Field) -> Callable[[Any], Any] | None:
+    """How a value of `field` becomes a parameter on PostgreSQL; None for a field this module
+    does not know (`tasks.checks` refuses those at start-up)."""
+    if type(field) is ForeignKey:
+        return converter(field.target_field)
+    if type(field) is JSONField:
+        # The loop's connections encode JSON themselves (`a2ahub.asyncdb`): no encoder there.
+        return as_jsonb if field.encoder is None else None
+    return CONVERTERS.get(type(field))
+
+
+def parameter(field: Field) -> Callable[[Any], Any]:
+    """How the statements here pass a value of `field`: as Django would save it."""
+    convert = converter(field) if builder().vendor == "postgresql" else None
+    return convert or partial(prepared_by_django, field)
+
+
+def prepared_by_django(field: Field, value: Any) -> Any:
+    return field.get_db_prep_save(value, builder())
+
+
 @cache
-def insert_shape(model: type[Model]) -> tuple[list[Field], str, str]:
-    """A model's inserted fields, its `INSERT INTO ... VALUES ` and one row's placeholders."""
-    fields = [
+def task_parameter(name: str) -> Callable[[Any], Any]:
+    return parameter(field(Task, name))
+
+
+def task_key(task_id: Any) -> Any:
+    """A task's id as a parameter (callers hold it as text or as a UUID)."""
+    return field(Task, "id").get_db_prep_value(task_id, builder())
+
+
+# ---- INSERTs of whole rows ------------------------------------------------------------------
+
+# The models whose rows the statements here insert, every column but an automatic key.
+INSERTED: tuple[type[Model], ...] = (Task, Message, Artifact, TaskEvent)
+
+
+def inserted_fields(model: type[Model]) -> list[Field]:
+    return [
         f
         for f in model._meta.concrete_fields
-        if not (f.primary_key and isinstance(f, AutoField | BigAutoField))
+        if not (f.primary_key and isinstance(f, AutoFieldMixin))
     ]
-    quote = builder().ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    head = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES "
-    return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
+
+
+@cache
+def preparers(model: type[Model]) -> list[tuple[str, Callable[[Any], Any]]]:
+    """For each inserted field, the attribute to read and how its value becomes a parameter."""
+    return [(f.attname, parameter(f)) for f in inserted_fields(model)]
+
+
+def row_params(objs: Sequence[Model]) -> list[Any]:
+    """The parameters of rows to insert, field by field, as Django would save them."""
+    prepare = preparers(type(objs[0]))
+    return [convert(getattr(obj, attname)) for obj in objs for attname, convert in prepare]
+
+
+def inserted_names(model: type[Model]) -> tuple[str, ...]:
+    return tuple(f.name for f in inserted_fields(model))
+
+
+@lru_cache(maxsize=256)
+def insert_sql(model: type[Model], count: int) -> str:
+    """`INSERT INTO ... VALUES` of `count` rows of the model."""
+    names = inserted_names(model)
+    row = "(" + ", ".join(["%s"] * len(names)) + ")"
+    rows = ", ".join([row] * count)
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES {rows}"
+
+
+@lru_cache(maxsize=256)
+def insert_all_sql(shape: tuple[tuple[type[Model], int], ...]) -> str:
+    """One statement inserting groups of rows of these models and sizes, in order."""
+    *first, last = [insert_sql(model, count) for model, count in shape]
+    if not first:
+        return last
+    return "WITH " + ", ".join(f"w{i} AS ({part})" for i, part in enumerate(first)) + " " + last
 
 
 def insert_all_statement(groups: Sequence[Sequence[Model]]) -> tuple[str, list[Any]]:
     """One statement inserting every non-empty group, in order."""
-    parts = [insert_values(group) for group in groups if group]
-    *first, last = parts
-    sql = ""
+    present = [group for group in groups if group]
     params: list[Any] = []
-    if first:
-        sql = "WITH " + ", ".join(f"w{i} AS ({part})" for i, (part, _) in enumerate(first)) + " "
-        for _, part_params in first:
-            params.extend(part_params)
-    sql += last[0]
-    params.extend(last[1])
-    return sql, params
+    for group in present:
+        params += row_params(group)
+    return insert_all_sql(tuple((type(group[0]), len(group)) for group in present)), params
 
 
 def insert_all(groups: Sequence[Sequence[Model]]) -> None:
@@ -141,6 +171,13 @@ def can_insert_in_one_statement() -> bool:
     return connection.vendor == "postgresql" and not connection.in_atomic_block
 
 
+# ---- The conditional UPDATE of a task, and a batch of changes --------------------------------
+
+# The Task fields every change of state sets; `status` adds the status fields to them.
+UPDATED = ("state", "updated_at", "heartbeat_at")
+STATUS_FIELDS = ("status_message", "status_timestamp")
+
+
 def update_task(
     task_id: Any,
     expected: str,
@@ -151,37 +188,48 @@ def update_task(
 ) -> tuple[int, bool] | None:
     """The conditional UPDATE of a task's state, returning its new event count and whether it
     has webhooks; None when the task is no longer in the `expected` state."""
-    statement, params = update_statement(task_id, expected, state, new_events, now, status)
-    row = fetch_one(statement + " RETURNING last_sequence, push_enabled", params)
+    names, params = update_params(task_id, expected, state, new_events, now, status)
+    row = fetch_one(update_sql(names, False, ("last_sequence", "push_enabled")), params)
     return None if row is None else (int(row[0]), bool(row[1]))
 
 
-def update_statement(
+def update_params(
     task_id: Any,
     expected: str,
     state: str,
     new_events: int,
     now: Any,
     status: dict[str, Any] | None,
-    without_push: bool = False,
-) -> tuple[str, list[Any]]:
-    from tasks.models import Task
+) -> tuple[tuple[str, ...], list[Any]]:
+    """The fields the UPDATE sets (the key of its statement, `update_sql`) and its parameters."""
+    values = {"state": state, "updated_at": now, "heartbeat_at": now} | (status or {})
+    params = [task_parameter(name)(value) for name, value in values.items()]
+    params += [new_events, task_key(task_id), expected]
+    return tuple(values), params
 
-    db = builder()
-    values: dict[str, Any] = {"state": state, "updated_at": now, "heartbeat_at": now}
-    values |= status or {}
-    fields = {name: cast(Field, Task._meta.get_field(name)) for name in values}
-    sets = ", ".join(f"{db.ops.quote_name(f.column)} = %s" for f in fields.values())
-    params = [fields[name].get_db_prep_save(value, db) for name, value in values.items()]
-    id_field = cast(Field, Task._meta.get_field("id"))
+
+@lru_cache(maxsize=64)
+def update_sql(names: tuple[str, ...], without_push: bool, returning: tuple[str, ...]) -> str:
+    """`UPDATE` of the task's fields `names` and its event count, if it is in the expected
+    state (and, `without_push`, has no webhooks), `RETURNING` the fields `returning`."""
+    sets = ", ".join(f"{column(Task, name)} = %s" for name in names)
+    sequence = column(Task, "last_sequence")
     statement = (
-        f"UPDATE {Task._meta.db_table} SET {sets}, last_sequence = last_sequence + %s "
-        "WHERE id = %s AND state = %s"
+        f"UPDATE {table(Task)} SET {sets}, {sequence} = {sequence} + %s "
+        f"WHERE {column(Task, 'id')} = %s AND {column(Task, 'state')} = %s"
     )
-    params += [new_events, id_field.get_db_prep_value(task_id, db), expected]
     if without_push:
-        statement += " AND NOT push_enabled"
-    return statement, params
+        statement += f" AND NOT {column(Task, 'push_enabled')}"
+    return statement + f" RETURNING {columns(Task, returning)}"
+
+
+@dataclass
+class RecordRows:
+    """The new rows of one batch of changes, as `lifecycle.Writer` collects them."""
+
+    messages: Sequence[Model]
+    artifacts: Sequence[Model]
+    events: Sequence[Model]
 
 
 def record_statement(
@@ -199,73 +247,47 @@ def record_statement(
     UPDATE's new `last_sequence`. The statement returns that number, or no row when refused.
     The events' `sequence` must be 1..n, in order.
     """
-    events = rows.events
-    update, params = update_statement(
-        task_id, expected, state, len(events), now, status, without_push=True
-    )
-    parts = [f"u AS ({update} RETURNING last_sequence)"]
-    for name, group in (("m", rows.messages), ("a", rows.artifacts)):
+    groups = (rows.messages, rows.artifacts, rows.events)
+    names, params = update_params(task_id, expected, state, len(rows.events), now, status)
+    for group in groups:
         if group:
-            insert, values = insert_select(
-                group, "SELECT v.* FROM {values} WHERE EXISTS (SELECT 1 FROM u)"
-            )
-            parts.append(f"{name} AS ({insert})")
-            params += values
+            params += row_params(group)
+    return record_sql(names, *(len(group) for group in groups)), params
+
+
+@lru_cache(maxsize=256)
+def record_sql(names: tuple[str, ...], messages: int, artifacts: int, events: int) -> str:
+    """`record_statement`'s SQL for a batch of this shape."""
+    sequence = column(Task, "last_sequence")
+    parts = [f"u AS ({update_sql(names, True, ('last_sequence',))})"]
+    if_updated = "SELECT v.* FROM {values} WHERE EXISTS (SELECT 1 FROM u)"
+    for name, model, count in (("m", Message, messages), ("a", Artifact, artifacts)):
+        if count:
+            parts.append(f"{name} AS ({insert_select_sql(model, count, if_updated)})")
     if events:
-        numbered = f"u.last_sequence - {len(events)} + v.{builder().ops.quote_name('sequence')}"
-        insert, values = insert_select(
-            events, "SELECT {columns} FROM u, {values}", {"sequence": numbered}
-        )
+        numbered = f"u.{sequence} - {events} + v.{column(TaskEvent, 'sequence')}"
+        select = "SELECT {columns} FROM u, {values}"
+        insert = insert_select_sql(TaskEvent, events, select, (("sequence", numbered),))
         parts.append(f"e AS ({insert})")
-        params += values
-    return "WITH " + ", ".join(parts) + " SELECT last_sequence FROM u", params
+    return "WITH " + ", ".join(parts) + f" SELECT {sequence} FROM u"
 
 
-@dataclass
-class RecordRows:
-    """The new rows of one batch of changes, as `lifecycle.Writer` collects them."""
-
-    messages: Sequence[Model]
-    artifacts: Sequence[Model]
-    events: Sequence[Model]
-
-
-def insert_select(
-    objs: Sequence[Model], select: str, replace: dict[str, str] | None = None
-) -> tuple[str, list[Any]]:
-    """`INSERT ... SELECT` of rows given as a VALUES list named `v`, typed by explicit casts
-    (a bare parameter in VALUES has no column to take its type from). `select` names the
+def insert_select_sql(
+    model: type[Model], count: int, select: str, replace: tuple[tuple[str, str], ...] = ()
+) -> str:
+    """`INSERT ... SELECT` of `count` rows given as a VALUES list named `v`, typed by explicit
+    casts (a bare parameter in VALUES has no column to take its type from). `select` names the
     VALUES list `{values}` and its columns `{columns}`; `replace` puts an expression in place
-    of a column's value."""
-    model = type(objs[0])
-    fields, names, row = typed_columns(model)
-    db = builder()
-    quote = db.ops.quote_name
-    values = f"(VALUES {', '.join([row] * len(objs))}) AS v({', '.join(names)})"
-    replace = replace or {}
-    columns = ", ".join(replace.get(f.name, f"v.{quote(f.column)}") for f in fields)
-    statement = f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(names)}) " + select.format(
-        values=values, columns=columns
+    of a field's value."""
+    names = inserted_names(model)
+    quoted = columns(model, names)
+    row = "(" + ", ".join(f"%s::{f.db_type(builder())}" for f in inserted_fields(model)) + ")"
+    values = f"(VALUES {', '.join([row] * count)}) AS v({quoted})"
+    expressions = dict(replace)
+    selected = ", ".join(expressions.get(n, f"v.{column(model, n)}") for n in names)
+    return f"INSERT INTO {table(model)} ({quoted}) " + select.format(
+        values=values, columns=selected
     )
-    return statement, row_params(objs)
-
-
-def inserted_fields(model: type[Model]) -> list[Field]:
-    return [
-        f
-        for f in model._meta.concrete_fields
-        if not (f.primary_key and isinstance(f, AutoField | BigAutoField))
-    ]
-
-
-@cache
-def typed_columns(model: type[Model]) -> tuple[list[Field], list[str], str]:
-    """A model's inserted fields, their quoted column names, and a VALUES row with a typed
-    parameter for each (made once: every write of a turn needs them)."""
-    fields = inserted_fields(model)
-    names = [builder().ops.quote_name(f.column) for f in fields]
-    row = "(" + ", ".join(f"%s::{f.db_type(builder())}" for f in fields) + ")"
-    return fields, names, row
 
 
 def fetch_all(statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -281,56 +303,62 @@ def fetch_one(statement: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
+# ---- The claim of a stored task -------------------------------------------------------------
+
 CLAIMED_COLUMNS = (
     "agent_id", "owner", "context_id", "protocol_version", "execution_mode", "metadata",
     "state", "push_enabled",
 )  # fmt: skip
+MESSAGE_COLUMNS = (
+    "message_id", "context_id", "role", "parts", "reference_task_ids", "extensions", "metadata",
+)  # fmt: skip
+CLAIMED_STATES = tuple(sorted(ACTIVE_STATES))
 
 
 def claim_statement(task_id: Any, token: str, runner: str, now: Any) -> tuple[str, list[Any]]:
     """The conditional UPDATE by which one job claims a stored task (only the job holding the
     task's token may), returning what the turn needs of the task (`CLAIMED_COLUMNS`)."""
-    from tasks.models import ACTIVE_STATES, Task
+    params = [runner, task_parameter("heartbeat_at")(now), task_key(task_id), token]
+    return claim_sql(), [*params, *CLAIMED_STATES]
 
-    field = Task._meta.get_field
-    quote = builder().ops.quote_name
-    states = sorted(ACTIVE_STATES)
-    statement = (
-        f"UPDATE {quote(Task._meta.db_table)} SET runner = %s, heartbeat_at = %s "
-        f"WHERE id = %s AND runner = %s AND state IN ({', '.join(['%s'] * len(states))}) "
-        f"RETURNING {', '.join(quote(cast(Field, field(c)).column) for c in CLAIMED_COLUMNS)}"
+
+@cache
+def claim_sql() -> str:
+    runner = column(Task, "runner")
+    states = ", ".join(["%s"] * len(CLAIMED_STATES))
+    return (
+        f"UPDATE {table(Task)} SET {runner} = %s, {column(Task, 'heartbeat_at')} = %s "
+        f"WHERE {column(Task, 'id')} = %s AND {runner} = %s "
+        f"AND {column(Task, 'state')} IN ({states}) "
+        f"RETURNING {columns(Task, CLAIMED_COLUMNS)}"
     )
-    params = [
-        runner,
-        cast(Field, field("heartbeat_at")).get_db_prep_save(now, builder()),
-        cast(Field, field("id")).get_db_prep_value(task_id, builder()),
-        token,
-        *states,
-    ]
-    return statement, params
 
 
-MESSAGE_COLUMNS = (
-    "message_id", "context_id", "role", "parts", "reference_task_ids", "extensions", "metadata",
-)  # fmt: skip
+@cache
+def claim_with_messages_sql() -> str:
+    """The claim and, in the same statement, the task's messages in order (PostgreSQL)."""
+    return (
+        f"WITH c AS ({claim_sql()}) SELECT c.*, {columns(Message, MESSAGE_COLUMNS, 'm.')} "
+        f"FROM c LEFT JOIN {table(Message)} m ON m.{column(Message, 'task')} = %s "
+        f"ORDER BY m.{column(Message, 'position')}"
+    )
+
+
+@cache
+def messages_sql() -> str:
+    return (
+        f"SELECT {columns(Message, MESSAGE_COLUMNS, 'm.')} FROM {table(Message)} m "
+        f"WHERE m.{column(Message, 'task')} = %s ORDER BY m.{column(Message, 'position')}"
+    )
 
 
 def claim_task(task_id: Any, token: str, runner: str, now: Any) -> Claimed | None:
     """Claim a stored task (`claim_statement`) and read its messages, in order: one statement
     on PostgreSQL, two elsewhere. None when another job has it or it is over."""
-    from tasks.models import Message, Task
-
     claim, params = claim_statement(task_id, token, runner, now)
-    key = cast(Field, Task._meta.get_field("id")).get_db_prep_value(task_id, builder())
-    quote = builder().ops.quote_name
-    table, position = quote(Message._meta.db_table), quote("position")
-    columns = ", ".join(f"m.{quote(c)}" for c in MESSAGE_COLUMNS)
+    key = task_key(task_id)
     if builder().vendor == "postgresql":
-        rows = fetch_all(
-            f"WITH c AS ({claim}) SELECT c.*, {columns} FROM c "
-            f"LEFT JOIN {table} m ON m.task_id = %s ORDER BY m.{position}",
-            [*params, key],
-        )
+        rows = fetch_all(claim_with_messages_sql(), [*params, key])
         if not rows:
             return None
         width = len(CLAIMED_COLUMNS)
@@ -339,8 +367,7 @@ def claim_task(task_id: Any, token: str, runner: str, now: Any) -> Claimed | Non
         found = fetch_one(claim, params)
         if found is None:
             return None
-        select = f"SELECT {columns} FROM {table} m WHERE m.task_id = %s ORDER BY m.{position}"
-        task_row, message_rows = found, fetch_all(select, [key])
+        task_row, message_rows = found, fetch_all(messages_sql(), [key])
     claimed = converted(Task, CLAIMED_COLUMNS, task_row)
     claimed["push_enabled"] = bool(claimed["push_enabled"])
     messages = [
@@ -355,10 +382,26 @@ class Claimed:
     messages: list[Any]  # Message rows, in order
 
 
-def converted(model: type[Model], names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+@lru_cache(maxsize=16)
+def readers(model: type[Model], names: tuple[str, ...]) -> list[Callable[..., Any] | None]:
+    return [getattr(field(model, name), "from_db_value", None) for name in names]
+
+
+def converted(model: type[Model], names: tuple[str, ...], values: Sequence[Any]) -> dict[str, Any]:
     """Raw column values as the model's fields hold them (JSON decoded, say)."""
-    result = {}
-    for name, value in zip(names, values, strict=True):
-        converter = getattr(model._meta.get_field(name), "from_db_value", None)
-        result[name] = converter(value, None, builder()) if converter else value
-    return result
+    return {
+        name: value if read is None else read(value, None, builder())
+        for name, read, value in zip(names, readers(model, names), values, strict=True)
+    }
+
+
+# The fields the statements here name besides the inserted ones (`tasks.checks` makes sure
+# each still exists, so a rename fails start-up rather than the first write).
+NAMED: dict[type[Model], tuple[str, ...]] = {
+    Task: (
+        *UPDATED, *STATUS_FIELDS, "id", "last_sequence", "push_enabled", "runner",
+        *CLAIMED_COLUMNS,
+    ),
+    Message: (*MESSAGE_COLUMNS, "task", "position"),
+    TaskEvent: ("sequence",),
+}  # fmt: skip
