@@ -1,4 +1,5 @@
-"""Playwright with Debian's Chromium, as the machines provide it (no browser downloads)."""
+"""Playwright with Debian's Chromium, as the machines provide it (no browser downloads), and the
+steps on the developer pages that several browser tests take."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 FLAGS = [
@@ -30,3 +31,20 @@ def chromium() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def sign_in(page: Page, base: str) -> None:
+    """Sign in as the `developer` persona (tests/conftest.py) and land on their agents."""
+    page.goto(f"{base}/dev/login/")
+    page.fill("#id_username", "dev")
+    page.fill("#id_password", "developer-pass-123")
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("h1")).to_have_text("My agents")
+
+
+def fill_skill(page: Page, n: int, skill_id: str, name: str) -> None:
+    """Fill the register form's `n`th skill."""
+    page.fill(f"#id_skills-{n}-skill_id", skill_id)
+    page.fill(f"#id_skills-{n}-name", name)
+    page.fill(f"#id_skills-{n}-description", f"The {name} skill.")
+    page.fill(f"#id_skills-{n}-tags", '["demo"]')

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents.models import Agent, Skill
+from tests.factories.agents import make_agent
 
 STACK_ENV = ("DATABASE_URL", "REDIS_URL")
 
@@ -86,26 +86,7 @@ def operator_client(operator: User) -> Client:
     return client
 
 
-def make_agent(slug: str, skills: int = 1, **fields: Any) -> Agent:
-    defaults: dict[str, Any] = {
-        "name": slug.title(),
-        "description": f"The {slug} agent.",
-        "executor_kind": "echo",
-    }
-    agent = Agent.objects.create(slug=slug, **(defaults | fields))
-    for n in range(skills):
-        Skill.objects.create(
-            agent=agent,
-            skill_id=f"{slug}-skill-{n}",
-            name=f"Skill {n}",
-            description=f"Skill number {n} of {slug}.",
-            tags=["demo"],
-            examples=["hello"],
-            position=n,
-        )
-    return agent
-
-
 @pytest.fixture
 def agent_factory(db: None) -> Any:
+    """`make_agent` (tests/factories/agents.py) for tests that take it as a fixture."""
     return make_agent

@@ -1,4 +1,5 @@
-"""Helpers for tests that run the hub as real processes."""
+"""Helpers for tests that run the hub as real processes, serve HTTP on 127.0.0.1, or wait for
+something another thread does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -65,3 +66,13 @@ def serving(server: ThreadingHTTPServer) -> Iterator[ThreadingHTTPServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
+    """True once `check()` is, polling every `interval` s; False after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True

@@ -137,13 +137,13 @@ def port(server: str) -> int:
 
 @pytest.fixture
 def allow_loopback(settings: Settings) -> None:
-    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
 
 
 @pytest.fixture(autouse=True)
 def no_own_origins(settings: Settings) -> Iterator[None]:
     settings.PUBLIC_BASE_URL = ""
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     Receiver.seen.clear()
     yield
     outbound.forget_own_origins()
@@ -252,7 +252,7 @@ def test_it_posts_to_an_allow_listed_local_server_and_reads_its_answer(
 def test_it_allows_an_allow_listed_host_name_and_keeps_it_in_the_host_header(
     port: int, settings: Settings
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = ["LocalHost"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["LocalHost"]
     outbound.check_url(f"http://localhost:{port}/webhook")
     response = outbound.post(f"http://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
@@ -304,6 +304,7 @@ def test_async_post_and_get_reach_an_allow_listed_server(server: str, allow_loop
     posted, fetched = asyncio.run(both())
     assert posted.json()["body"] == "hello"
     assert fetched.status_code == 302
+    assert fetched.headers["Location"] == "http://10.0.0.1/steal"  # not followed
 
 
 def test_it_allows_the_hubs_own_origin_and_only_that_port(
@@ -408,7 +409,7 @@ def test_https_keeps_the_host_name_for_sni_and_certificate_checks(
     tls_server: tuple[int, list[str]], settings: Settings
 ) -> None:
     port, server_names = tls_server
-    settings.PUSH_ALLOWED_HOSTS = ["localhost"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
     response = outbound.post(f"https://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
     assert server_names == ["localhost"]
@@ -419,7 +420,7 @@ def test_https_refuses_a_certificate_for_another_name(
     tls_server: tuple[int, list[str]], settings: Settings
 ) -> None:
     port, _ = tls_server
-    settings.PUSH_ALLOWED_HOSTS = ["localhost"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         outbound.get(f"https://localhost:{port}/webhook")
     assert Receiver.seen == []

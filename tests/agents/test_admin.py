@@ -53,15 +53,19 @@ def add_agent(client: Client, **overrides: Any) -> Any:
 
 
 def test_anonymous_users_are_sent_to_the_login_page(client: Client) -> None:
-    response = client.get(reverse("admin:agents_agent_changelist"))
+    url = reverse("admin:agents_agent_changelist")
+    response = client.get(url)
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("admin:login"))
+    assert response["Location"] == f"{reverse('admin:login')}?next={url}"
 
 
 def test_signed_in_non_staff_users_cannot_enter(client: Client, developer: Any) -> None:
     client.force_login(developer)
-    response = client.get(reverse("admin:agents_agent_changelist"))
+    url = reverse("admin:agents_agent_changelist")
+    response = client.get(url)
     assert response.status_code == 302
+    assert response["Location"] == f"{reverse('admin:login')}?next={url}"
 
 
 def test_staff_see_agents_with_skill_counts(operator_client: Client, agent_factory: Any) -> None:
@@ -93,6 +97,7 @@ def test_change_page_shows_the_rendered_card(operator_client: Client, agent_fact
 def test_a_valid_agent_is_saved_with_its_skill(operator_client: Client) -> None:
     response = add_agent(operator_client)
     assert response.status_code == 302, response.content.decode()[:2000]
+    assert response["Location"] == reverse("admin:agents_agent_changelist")
     agent = Agent.objects.get(slug="formed")
     assert [s.skill_id for s in agent.skills.all()] == ["greet"]
 
@@ -156,6 +161,7 @@ def test_editing_keeps_the_card_valid(operator_client: Client, agent_factory: An
     )
     response = operator_client.post(reverse("admin:agents_agent_change", args=[agent.pk]), data)
     assert response.status_code == 302
+    assert response["Location"] == reverse("admin:agents_agent_changelist")
     card = operator_client.get("/agents/edited/.well-known/agent-card.json").json()
     assert card["security"] == [{"key": []}]
 
@@ -172,4 +178,5 @@ def test_a_python_agent_must_name_registered_functions(operator_client: Client) 
         operator_client, executor_kind="python", executor_settings='{"function": "demo.reverse"}'
     )
     assert response.status_code == 302
+    assert response["Location"] == reverse("admin:agents_agent_changelist")
     assert Agent.objects.get().executor_kind == "python"

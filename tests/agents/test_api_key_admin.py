@@ -10,13 +10,10 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent, ApiKey, hash_key
+from tests.factories.agents import SECURED
 
 pytestmark = pytest.mark.django_db
 
-SECURED = {
-    "security_schemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-    "security_requirements": [{"apiKey": []}],
-}
 SEND = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -45,11 +42,16 @@ def secret_in(html: str) -> str | None:
 
 
 def test_anonymous_and_non_staff_users_cannot_enter(client: Client, developer: Any) -> None:
-    url = reverse("admin:agents_apikey_changelist")
+    url, add = reverse("admin:agents_apikey_changelist"), reverse("admin:agents_apikey_add")
     assert client.get(url)["Location"].startswith(reverse("admin:login"))
+    assert client.get(url)["Location"] == f"{reverse('admin:login')}?next={url}"
     client.force_login(developer)
-    assert client.get(url).status_code == 302
-    assert client.post(reverse("admin:agents_apikey_add"), {"name": "x"}).status_code == 302
+    refused = client.get(url)
+    assert refused.status_code == 302
+    assert refused["Location"] == f"{reverse('admin:login')}?next={url}"
+    posted = client.post(add, {"name": "x"})
+    assert posted.status_code == 302
+    assert posted["Location"] == f"{reverse('admin:login')}?next={add}"
     assert not ApiKey.objects.exists()
 
 

@@ -2,7 +2,7 @@
 
 The remote is a real http.server on 127.0.0.1 serving hand-written 1.0 and 0.3 cards; the hub
 fetches them through its guarded HTTP seam, so the tests open 127.0.0.1 with
-PUSH_ALLOWED_HOSTS, as a developer would (one test leaves it closed).
+OUTBOUND_ALLOWED_HOSTS, as a developer would (one test leaves it closed).
 
 Personas and their rights:
 - `developer` (tests/conftest.py): signed in; imports agents (they become the owner) and
@@ -128,19 +128,12 @@ def handler_for(remote: Remote) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def remote(settings: Any) -> Iterator[Remote]:
-    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     served = Remote(server)
     server.RequestHandlerClass = handler_for(served)
     with serving(server):
         yield served
-
-
-@pytest.fixture
-def dev_client(developer: User) -> Client:
-    client = Client()
-    client.force_login(developer)
-    return client
 
 
 @pytest.fixture
@@ -173,6 +166,7 @@ def test_the_import_page_sends_an_anonymous_visitor_to_sign_in(client: Client) -
     response = client.get("/dev/import/")
     assert response.status_code == 302
     assert response["Location"].startswith("/dev/login/")
+    assert response["Location"] == "/dev/login/?next=/dev/import/"
 
 
 def test_importing_a_1_0_card_creates_a_remote_agent_with_its_skills(
@@ -222,6 +216,7 @@ def test_importing_a_0_3_card_creates_a_remote_agent_with_its_skills(
     url = remote.serve("/legacy/agent.json", CARD_V03)
     response = import_card(dev_client, url, slug="translator")
     assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "translator"})
     agent = Agent.objects.get(slug="translator")
     assert agent.owner == developer
     assert agent.executor_kind == "a2a-remote"
@@ -285,7 +280,7 @@ def test_a_loopback_url_is_refused_without_the_allow_list(
     dev_client: Client, remote: Remote, settings: Any
 ) -> None:
     url = remote.serve("/card.json", CARD_V1)
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     response = import_card(dev_client, url)
     assert response.status_code == 400
     assert "may not fetch this URL" in card_url_errors(response)[0]
@@ -354,6 +349,7 @@ def test_re_sync_picks_up_a_changed_name_and_skill_list(dev_client: Client, remo
     remote.serve("/card.json", changed)
     response = dev_client.post(reverse("developers:resync", kwargs={"slug": "weather"}))
     assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "weather"})
     agent = Agent.objects.get(slug="weather")
     assert agent.name == "Weather Deluxe"
     assert [skill.skill_id for skill in agent.skills.all()] == ["radar"]
@@ -387,6 +383,9 @@ def test_a_failed_re_sync_is_a_message_and_changes_nothing(
         reverse("developers:resync", kwargs={"slug": "weather"}), follow=True
     )
     assert "Nothing was changed" in response.content.decode()
+    assert response.redirect_chain == [
+        (reverse("developers:agent", kwargs={"slug": "weather"}), 302)
+    ]
     agent = Agent.objects.get(slug="weather")
     assert agent.name == "Remote Weather"
     assert agent.executor_settings == before.executor_settings
@@ -409,6 +408,7 @@ def test_re_sync_is_refused_for_an_agent_that_fronts_no_remote_card(
     agent_factory("local", owner=developer)
     response = dev_client.post(reverse("developers:resync", kwargs={"slug": "local"}), follow=True)
     assert "does not front a remote card" in response.content.decode()
+    assert response.redirect_chain == [(reverse("developers:agent", kwargs={"slug": "local"}), 302)]
 
 
 def test_re_sync_needs_a_post(dev_client: Client, remote: Remote) -> None:

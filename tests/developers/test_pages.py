@@ -23,63 +23,14 @@ from django.utils import timezone
 
 from agents.models import Agent, ApiKey
 from tasks.models import Task
-from tests.conftest import make_agent
+from tests.factories.agents import SECURED, agent_data, make_agent, owned, skill_data
 
 pytestmark = pytest.mark.django_db
-
-SECURED: dict[str, Any] = {
-    "security_schemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
-    "security_requirements": [{"apiKey": []}],
-}
-
-
-@pytest.fixture
-def dev_client(developer: User) -> Client:
-    client = Client()
-    client.force_login(developer)
-    return client
 
 
 @pytest.fixture
 def rival(db: None) -> User:
     return User.objects.create_user("rival", "rival@example.com", "rival-pass-123")
-
-
-def skill_data(n: int, **fields: str) -> dict[str, str]:
-    values = {
-        "skill_id": f"skill-{n}",
-        "name": f"Skill {n}",
-        "description": f"Skill number {n}.",
-        "tags": '["demo"]',
-        "examples": '["hello"]',
-        "input_modes": "[]",
-        "output_modes": "[]",
-    } | fields
-    return {f"skills-{n}-{key}": value for key, value in values.items()}
-
-
-def agent_data(skills: int = 2, **fields: str) -> dict[str, str]:
-    data = {
-        "slug": "weather",
-        "name": "Weather",
-        "description": "Tells the weather.",
-        "version": "1.0.0",
-        "default_input_modes": '["text/plain"]',
-        "default_output_modes": '["text/plain"]',
-        "streaming": "on",
-        "extensions": "[]",
-        "security_schemes": "{}",
-        "security_requirements": "[]",
-        "executor_kind": "echo",
-        "executor_settings": "{}",
-        "skills-TOTAL_FORMS": str(skills),
-        "skills-INITIAL_FORMS": "0",
-        "skills-MIN_NUM_FORMS": "0",
-        "skills-MAX_NUM_FORMS": "1000",
-    } | fields
-    for n in range(skills):
-        data |= skill_data(n)
-    return data
 
 
 def register(client: Client, data: dict[str, str]) -> Any:
@@ -88,13 +39,6 @@ def register(client: Client, data: dict[str, str]) -> Any:
 
 def field_errors(response: Any, field: str) -> list[str]:
     return list(response.context["form"].errors.get(field, []))
-
-
-def owned(slug: str, owner: User, **fields: Any) -> Agent:
-    agent = make_agent(slug, skills=1, **fields)
-    agent.owner = owner
-    agent.save()
-    return agent
 
 
 # -- sign-in and ownership ---------------------------------------------------------------
@@ -113,8 +57,14 @@ def test_the_pages_send_an_anonymous_visitor_to_sign_in(client: Client, path: st
 
 def test_the_preview_and_try_endpoints_need_sign_in_too(client: Client, developer: User) -> None:
     owned("mine", developer)
-    assert client.post("/dev/register/preview/", agent_data()).status_code == 302
-    assert client.post("/dev/agents/mine/try/", {"text": "hi"}).status_code == 302
+    for path, data in [
+        ("/dev/register/preview/", agent_data()),
+        ("/dev/agents/mine/try/", {"text": "hi"}),
+    ]:
+        response = client.post(path, data)
+        assert response.status_code == 302
+        assert response["Location"] == f"/dev/login/?next={path}"
+    assert not Task.objects.exists()
 
 
 def test_a_developer_signs_in_with_the_sign_in_page(client: Client, developer: User) -> None:
@@ -130,8 +80,11 @@ def test_a_developer_signs_in_with_the_sign_in_page(client: Client, developer: U
 
 def test_signing_out_returns_to_the_home_page(dev_client: Client) -> None:
     response = dev_client.post("/dev/logout/")
+    assert response.status_code == 302
     assert response["Location"] == "/"
-    assert dev_client.get(reverse("developers:agents")).status_code == 302
+    signed_out = dev_client.get(reverse("developers:agents"))
+    assert signed_out.status_code == 302
+    assert signed_out["Location"] == f"/dev/login/?next={reverse('developers:agents')}"
 
 
 def test_the_home_page_lists_public_agents_and_offers_sign_in(client: Client) -> None:
@@ -251,6 +204,7 @@ def test_the_owner_edits_the_agent_and_its_skills(dev_client: Client, developer:
     data |= {"skills-0-id": str(skill.pk), "skills-0-DELETE": "on"}
     response = dev_client.post("/dev/agents/mine/edit/", data)
     assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "mine"})
     agent.refresh_from_db()
     assert agent.name == "Renamed"
     assert agent.owner == developer
@@ -341,6 +295,7 @@ def test_a_revoked_key_stops_working(dev_client: Client, developer: User) -> Non
     assert send(agent, secret).status_code == 200
     response = dev_client.post(f"/dev/agents/mine/keys/{key.pk}/revoke/")
     assert response.status_code == 302
+    assert response["Location"] == reverse("developers:keys", kwargs={"slug": "mine"})
     key.refresh_from_db()
     assert key.revoked_at is not None
     assert send(agent, secret).status_code == 401

@@ -6,26 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.browser import chromium
+from tests.browser import chromium, fill_skill, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def sign_in(page: Page, base: str) -> None:
-    page.goto(f"{base}/dev/login/")
-    page.fill("#id_username", "dev")
-    page.fill("#id_password", "developer-pass-123")
-    page.click("#login-form button[type=submit]")
-    expect(page.locator("h1")).to_have_text("My agents")
-
-
-def fill_skill(page: Page, n: int, skill_id: str, name: str) -> None:
-    page.fill(f"#id_skills-{n}-skill_id", skill_id)
-    page.fill(f"#id_skills-{n}-name", name)
-    page.fill(f"#id_skills-{n}-description", f"The {name} skill.")
-    page.fill(f"#id_skills-{n}-tags", '["demo"]')
 
 
 def test_a_developer_registers_an_agent_and_tries_it(live_server: Any) -> None:

@@ -22,7 +22,7 @@ from executors.settings_forms import (
     PythonSettingsForm,
     settings_form_for,
 )
-from tests.developers.test_pages import agent_data, owned
+from tests.factories.agents import agent_data, owned
 
 GOOD: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
     "http": (
@@ -116,7 +116,12 @@ def test_a_single_python_function_stays_a_single_function() -> None:
 
 
 def test_the_python_form_names_the_registered_functions() -> None:
-    assert "demo.reverse" in str(PythonSettingsForm()["functions"].help_text)
+    help_text = str(PythonSettingsForm()["functions"].help_text)
+    assert "demo.reverse" in help_text
+    assert help_text.endswith(
+        " Registered functions: <code>demo.countdown</code>, <code>demo.reverse</code>, "
+        "<code>demo.word_count</code>."
+    )
 
 
 def test_other_stored_keys_are_kept_and_the_kinds_own_replaced() -> None:
@@ -127,13 +132,6 @@ def test_other_stored_keys_are_kept_and_the_kinds_own_replaced() -> None:
 
 
 # -- on the developer pages ----------------------------------------------------------------
-
-
-@pytest.fixture
-def dev_client(developer: User) -> Client:
-    client = Client()
-    client.force_login(developer)
-    return client
 
 
 def page_data(kind: str, settings: dict[str, str], **fields: str) -> dict[str, str]:
@@ -151,6 +149,7 @@ def test_registering_through_the_page_stores_the_kinds_settings(
     data, settings = GOOD[kind]
     response = dev_client.post(reverse("developers:agent-new"), page_data(kind, data))
     assert response.status_code == 302, response.context["form"].errors
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "weather"})
     agent = Agent.objects.get(slug="weather")
     assert agent.executor_kind == kind
     assert agent.executor_settings == settings
@@ -161,6 +160,7 @@ def test_only_the_selected_kinds_form_is_judged(dev_client: Client) -> None:
     data = page_data("echo", {}) | {"settings-http-url": "not a url"}
     response = dev_client.post(reverse("developers:agent-new"), data)
     assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "weather"})
     assert Agent.objects.get(slug="weather").executor_settings == {}
 
 
@@ -208,6 +208,7 @@ def test_the_edit_page_shows_the_stored_settings_and_saving_keeps_them(
     data |= {"skills-TOTAL_FORMS": "1", "skills-INITIAL_FORMS": "1", "skills-0-id": str(skill.pk)}
     response = dev_client.post("/dev/agents/mine/edit/", data)
     assert response.status_code == 302, response.context["form"].errors
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "mine"})
     agent.refresh_from_db()
     assert agent.executor_settings == stored | {"timeout": 8.0}
 
@@ -221,7 +222,9 @@ def test_changing_the_kind_replaces_the_old_kinds_settings(
     skill = agent.skills.get()
     data = page_data("interview", {"question": "Why?"}, slug="mine")
     data |= {"skills-TOTAL_FORMS": "1", "skills-INITIAL_FORMS": "1", "skills-0-id": str(skill.pk)}
-    assert dev_client.post("/dev/agents/mine/edit/", data).status_code == 302
+    response = dev_client.post("/dev/agents/mine/edit/", data)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "mine"})
     agent.refresh_from_db()
     assert agent.executor_settings == {"question": "Why?"}
 
@@ -233,7 +236,9 @@ def test_editing_a_remote_agent_keeps_its_sync_time(dev_client: Client, develope
     skill = agent.skills.get()
     data = page_data("a2a-remote", {"card_url": stored["card_url"], "timeout": "90"}, slug="mine")
     data |= {"skills-TOTAL_FORMS": "1", "skills-INITIAL_FORMS": "1", "skills-0-id": str(skill.pk)}
-    assert dev_client.post("/dev/agents/mine/edit/", data).status_code == 302
+    response = dev_client.post("/dev/agents/mine/edit/", data)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("developers:agent", kwargs={"slug": "mine"})
     agent.refresh_from_db()
     assert agent.executor_settings == stored | {"timeout": 90.0}
 
@@ -243,8 +248,7 @@ def test_editing_a_remote_agent_keeps_its_sync_time(dev_client: Client, develope
 def test_the_page_shows_the_selected_kinds_fields_in_a_browser(live_server: Any) -> None:
     from playwright.sync_api import expect
 
-    from tests.browser import chromium
-    from tests.developers.test_pages_browser import fill_skill, sign_in
+    from tests.browser import chromium, fill_skill, sign_in
 
     User.objects.create_user("dev", "dev@example.com", "developer-pass-123")
     with chromium() as browser:

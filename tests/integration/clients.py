@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,15 +16,12 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import (
     GetTaskRequest,
     Message,
-    Part,
-    Role,
     SendMessageConfiguration,
     SendMessageRequest,
     Task,
     TaskState,
 )
 
-VERSIONS = ["1.0", "0.3"]
 HTTP_TIMEOUT = 45.0
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -53,16 +49,6 @@ async def a2a_client(base: str, slug: str, version: str) -> AsyncIterator[Client
             yield client
         finally:
             await client.close()
-
-
-def user_message(text: str, task_id: str = "", context_id: str = "") -> Message:
-    return Message(
-        role=Role.ROLE_USER,
-        message_id=uuid.uuid4().hex,
-        parts=[Part(text=text)],
-        task_id=task_id,
-        context_id=context_id,
-    )
 
 
 async def send(client: Client, message: Message, immediately: bool = False) -> Task:

@@ -28,14 +28,14 @@ from tests.integration.stack import (
     release_redis_database,
     start_all,
 )
-from tests.push.conftest import Behaviour, Received, Receiver
+from tests.push.receiver import Behaviour, Received, Receiver
 
 pytestmark = pytest.mark.integration
 
 LEASE_SECONDS = 3
 PUSH_ENV = {
     # The receiver runs on loopback, which webhooks may not reach unless allow-listed.
-    "PUSH_ALLOWED_HOSTS": "127.0.0.1",
+    "OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",
     "PUSH_RETRY_BASE_SECONDS": "0.2",
     "PUSH_RETRY_MAX_SECONDS": "1",
     "PUSH_TIMEOUT_SECONDS": "10",

@@ -13,15 +13,15 @@ import pytest
 from a2a.types import CancelTaskRequest, ListTasksRequest, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
+from tests.factories.messages import user_message
+from tests.factories.versions import VERSIONS
 from tests.integration.clients import (
     TERMINAL,
-    VERSIONS,
     a2a_client,
     get,
     read_task,
     send,
     texts,
-    user_message,
     wait_for_state,
 )
 from tests.integration.stack import Hub

@@ -13,8 +13,10 @@ import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import SendMessageRequest, StreamResponse, SubscribeToTaskRequest, TaskState
 
-from tests.integration.clients import HTTP_TIMEOUT, VERSIONS, a2a_client, send, user_message
-from tests.integration.conftest import Hub
+from tests.factories.messages import user_message
+from tests.factories.versions import VERSIONS
+from tests.integration.clients import HTTP_TIMEOUT, a2a_client, send
+from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
 both_versions = pytest.mark.parametrize("version", VERSIONS)

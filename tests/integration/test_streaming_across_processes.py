@@ -11,10 +11,11 @@ import httpx
 import pytest
 import redis
 
-from tests.integration.conftest import Hub
-from tests.streaming.conftest import (
-    V1,
-    VERSIONS,
+from tests.factories.messages import wire_message
+from tests.factories.versions import V1, VERSIONS
+from tests.integration.stack import Hub
+from tests.protocol.answers import state_of
+from tests.streaming.sse import (
     Frame,
     artifact_text,
     call,
@@ -23,10 +24,8 @@ from tests.streaming.conftest import (
     open_stream,
     payload,
     start_task,
-    state_of,
     stored_events,
     stored_ids,
-    user_message,
 )
 
 pytestmark = pytest.mark.integration
@@ -51,7 +50,7 @@ def follow_elsewhere(
     web_a: httpx.Client, web_b: httpx.Client, slug: str, version: str, text: str
 ) -> tuple[list[Frame], list[Frame]]:
     """Stream a send through A; once it is under way, subscribe to its task through B."""
-    params = {"message": user_message(version, text)}
+    params = {"message": wire_message(version, text)}
     with open_stream(web_a, slug, version, "stream", params) as sent:
         opening = sent.take(2)
         task_id = payload(opening[0].result, version)["id"]
@@ -130,7 +129,7 @@ def test_a_client_that_disconnects_frees_its_redis_subscription(
         task_id = start_task(web_a, "slow", V1, "20")["id"]
         stream = open_stream(web_a, "slow", V1, "subscribe", {"id": task_id})
     else:
-        stream = open_stream(web_a, "slow", V1, "stream", {"message": user_message(V1, "20")})
+        stream = open_stream(web_a, "slow", V1, "stream", {"message": wire_message(V1, "20")})
     try:
         with stream as opened:
             task_id = payload(opened.take(1)[0].result, V1)["id"]
@@ -149,7 +148,7 @@ def test_an_inline_stream_ends_canceled_when_its_task_is_canceled_through_the_ot
     web_a: httpx.Client, web_b: httpx.Client, version: str
 ) -> None:
     # The writer runs inline on A, whose stream listens to A alone; the cancel is written on B.
-    params = {"message": user_message(version, "lighthouses")}
+    params = {"message": wire_message(version, "lighthouses")}
     with open_stream(web_a, "writer", version, "stream", params) as sent:
         opening = sent.take(2)
         task_id = payload(opening[0].result, version)["id"]

@@ -16,16 +16,9 @@ import time
 import pytest
 from a2a.types import Task, TaskState
 
-from tests.integration.clients import (
-    TERMINAL,
-    VERSIONS,
-    a2a_client,
-    read_task,
-    send,
-    texts,
-    user_message,
-    wait_for_state,
-)
+from tests.factories.messages import user_message
+from tests.factories.versions import VERSIONS
+from tests.integration.clients import TERMINAL, a2a_client, read_task, send, texts, wait_for_state
 from tests.integration.stack import STALE_SECONDS, THREADS_PER_WORKER, Hub, Process
 
 pytestmark = pytest.mark.integration

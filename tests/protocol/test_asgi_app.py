@@ -26,8 +26,10 @@ from tasks import events
 from tasks.executor import Executor, RequestContext
 from tasks.models import Task, TaskEvent
 from tasks.updater import TaskUpdater
-from tests.conftest import make_agent
-from tests.protocol.conftest import V03, V1, envelope
+from tests.factories.agents import make_agent
+from tests.factories.envelopes import envelope
+from tests.factories.errors import hub_error
+from tests.factories.versions import V03, V1
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -143,6 +145,9 @@ async def test_a_body_over_the_limit_is_refused_while_it_arrives(
     error = json.loads(body["body"])["error"]
     assert error["code"] == -32600
     assert "1000 bytes" in error["message"]
+    assert error == hub_error(
+        version, -32600, "The request body is over 1000 bytes.", "INVALID_REQUEST"
+    )
     assert ("data" in error) is (version == V1)
     await communicator.wait(5)
     assert not await in_db(Task.objects.exists)
@@ -348,13 +353,8 @@ async def test_a_stream_of_an_agent_that_may_answer_with_a_message_waits_for_its
     assert "task" in frames[0][1]
 
 
-@pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-    reason="SQLite's writes go through a thread, whose events reach the stream as they may",
-)
-async def test_a_fast_agents_turn_reaches_the_client_in_one_write_after_its_task(
-    app: None,
-) -> None:
+async def writes_of_a_fast_turn() -> list[list[tuple[int | None, Any]]]:
+    """The frames of a five-chunk echo's streamed turn, grouped by the write that sent them."""
     await in_db(make_agent, "chunky", executor_settings={"chunks": 5}, streaming=True)
     communicator = await open_body_stream("chunky")
     assert (await communicator.receive_output(10))["status"] == 200
@@ -363,5 +363,35 @@ async def test_a_fast_agents_turn_reaches_the_client_in_one_write_after_its_task
     while (message := await communicator.receive_output(10)).get("more_body"):
         writes.append(frames_of(message["body"]))
     await communicator.wait(5)
+    return writes
+
+
+@pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    reason="SQLite's writes go through a thread, whose events reach the stream as they may",
+)
+async def test_a_fast_agents_turn_reaches_the_client_in_one_write_after_its_task(
+    app: None,
+) -> None:
+    writes = await writes_of_a_fast_turn()
 
     assert [[n for n, _ in frames] for frames in writes] == [[1], [2, 3, 4, 5, 6, 7, 8]]
+
+
+async def test_a_fast_agents_turn_reaches_the_client_whole_and_in_order_after_its_task(
+    app: None,
+) -> None:
+    # What holds on every database, however the frames are grouped into writes.
+    writes = await writes_of_a_fast_turn()
+
+    frames = [frame for write in writes for frame in write]
+    assert writes[0][0][0] == 1  # the task opens the first write
+    assert [n for n, _ in frames] == [1, 2, 3, 4, 5, 6, 7, 8]
+    kinds = [next(iter(event)) for _, event in frames]
+    assert kinds == ["task", "statusUpdate", *["artifactUpdate"] * 5, "statusUpdate"]
+    states = [event[kind]["status"]["state"] for (_, event), kind in zip(frames, kinds, strict=True)
+              if kind != "artifactUpdate"]  # fmt: skip
+    assert states == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    chunks = [p["text"] for _, e in frames if "artifactUpdate" in e
+              for p in e["artifactUpdate"]["artifact"]["parts"]]  # fmt: skip
+    assert chunks == ["go"] * 5

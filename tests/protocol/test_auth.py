@@ -10,16 +10,11 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Agent, ApiKey
-from tests.conftest import make_agent
-from tests.protocol.conftest import (
-    SAMPLES,
-    V03,
-    V1,
-    Caller,
-    envelope,
-    result_of,
-    state_of,
-)
+from tests.factories.agents import make_agent
+from tests.factories.envelopes import SAMPLES, envelope
+from tests.factories.versions import V03, V1
+from tests.protocol.answers import result_of, state_of
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 

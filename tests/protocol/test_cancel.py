@@ -12,33 +12,14 @@ from asgiref.sync import sync_to_async
 
 from agents.models import Agent
 from tasks import runner
-from tasks.models import TaskEvent
-from tests.protocol.conftest import (
-    UNKNOWN_TASK,
-    V03,
-    V1,
-    VERSIONS,
-    AsyncCaller,
-    Caller,
-    envelope,
-    error_info,
-    error_of,
-    state_of,
-)
+from tests.factories.envelopes import NON_BLOCKING, UNKNOWN_TASK, envelope
+from tests.factories.errors import hub_error, invalid_params, task_not_found, validation_failed
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.helpers import eventually
+from tests.protocol.answers import error_info, error_of, event_log, state_of
+from tests.protocol.callers import AsyncCaller, Caller
 
 pytestmark = pytest.mark.django_db
-
-NON_BLOCKING = {V1: {"returnImmediately": True}, V03: {"blocking": False}}
-
-
-def event_log(task_id: str) -> list[tuple[int, str, str]]:
-    """(sequence, kind, state or "") of every stored event of the task, in order."""
-    rows = TaskEvent.objects.filter(task_id=task_id).order_by("sequence")
-    return [(e.sequence, e.kind, state_in(e.payload)) for e in rows]
-
-
-def state_in(payload: dict) -> str:
-    return str(payload.get("statusUpdate", {}).get("status", {}).get("state", ""))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -64,6 +45,8 @@ def test_it_refuses_to_cancel_a_completed_task(caller: Caller, echo: Agent, vers
     assert error["code"] == -32002
     if version == V1:
         assert error_info(error)["reason"] == "TASK_NOT_CANCELABLE"
+    message = f"Task {task['id']} is completed and cannot be canceled."
+    assert error == hub_error(version, -32002, message, "TASK_NOT_CANCELABLE")
     assert state_of(caller.get("echo", version, task["id"])) == "completed"
 
 
@@ -86,6 +69,7 @@ def test_it_returns_task_not_found_for_an_unknown_task(
     error = caller.error("echo", version, "cancel", {"id": UNKNOWN_TASK})
 
     assert error["code"] == -32001
+    assert error == task_not_found(version, UNKNOWN_TASK)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -110,19 +94,13 @@ def test_it_refuses_a_request_without_an_id_naming_the_field(
     error = error_of(caller.post("echo", body, version))
 
     assert error["code"] == -32602
-    assert "id" in str(error.get("data"))
+    if version == V1:  # the SDK's validator
+        assert error == validation_failed("id", "Field is required.")
+    else:
+        assert error == invalid_params(V03, "id", "Field required")
 
 
 # -- cancelling running work ----------------------------------------------------------------
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 2.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 @pytest.mark.django_db(transaction=True)
@@ -134,12 +112,13 @@ def test_it_stops_the_work_of_a_canceled_worker_task(
     slow_agent()
     task = caller.send("slow", version, "5", configuration=NON_BLOCKING[version])
     task_id = task["id"]
-    assert wait_until(lambda: len(event_log(task_id)) >= 3)  # working, then progress
+    # Working, then progress.
+    assert eventually(lambda: len(event_log(task_id)) >= 3, timeout=2.0, interval=0.02)
 
     canceled = caller.result("slow", version, "cancel", {"id": task_id})
 
     assert state_of(canceled) == "canceled"
-    assert wait_until(lambda: task_id not in runner.RUNNING)
+    assert eventually(lambda: task_id not in runner.RUNNING, timeout=2.0, interval=0.02)
     events = event_log(task_id)
     time.sleep(0.3)  # three more steps of work, had it gone on
     assert event_log(task_id) == events

@@ -10,19 +10,11 @@ from typing import Any
 import pytest
 
 from agents.models import Agent
-from tests.protocol.conftest import (
-    SECURED,
-    V03,
-    V1,
-    VERSIONS,
-    Caller,
-    envelope,
-    error_info,
-    error_of,
-    result_of,
-    sample,
-    task_of,
-)
+from tests.factories.agents import SECURED
+from tests.factories.envelopes import envelope, sample
+from tests.factories.versions import METHODS, V03, V1, VERSIONS
+from tests.protocol.answers import error_info, error_of, result_of, task_of
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -204,7 +196,8 @@ def test_it_asks_for_the_version_header_when_a_1_0_method_comes_without_it(
     error = error_of(caller.post("echo", sample(V1, op), None))
 
     assert error["code"] == -32009
-    assert "A2A-Version: 1.0" in error["message"]
+    message = f"{METHODS[V1][op]} is an A2A 1.0 method: send the header A2A-Version: 1.0."
+    assert error == {"code": -32009, "message": message}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -212,7 +205,8 @@ def test_it_refuses_a_version_it_does_not_serve(caller: Caller, echo: Agent, ver
     error = error_of(caller.post("echo", sample(version, "send"), None, {"A2A-Version": "9.9"}))
 
     assert error["code"] == -32009
-    assert "9.9" in error["message"]
+    message = "A2A version '9.9' is not served here; use one of 0.3, 1.0."
+    assert error == {"code": -32009, "message": message}
     assert caller.result("echo", V1, "list").get("tasks", []) == []
 
 

@@ -10,15 +10,10 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as v03
 
 from agents.models import Agent, Skill
-from tests.conftest import make_agent
-from tests.protocol.conftest import (
-    SECURED,
-    V03,
-    V1,
-    VERSIONS,
-    Caller,
-    error_info,
-)
+from tests.factories.agents import SECURED, make_agent
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import error_info, field_of
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -86,6 +81,7 @@ def test_it_refuses_callers_without_a_key(anonymous: Caller, vault: Agent, versi
 
     assert response.status_code == 401
     assert "X-API-Key" in response["WWW-Authenticate"]
+    assert response["WWW-Authenticate"] == 'ApiKey realm="a2a-hub", header="X-API-Key"'
     assert "vault-secret" not in response.content.decode()
 
 
@@ -101,11 +97,12 @@ def test_it_needs_credentials_even_where_the_agent_is_open(anonymous: Caller, ve
     response = anonymous.rpc("open-vault", version, "card")
 
     assert response.status_code == 401
-    assert response["WWW-Authenticate"]
+    assert response["WWW-Authenticate"] == 'ApiKey realm="a2a-hub", header="X-API-Key"'
 
 
 def test_it_refuses_invalid_params_naming_the_field(caller: Caller, vault: Agent) -> None:
     error = caller.error("vault", V1, "card", {"tenant": 5})
 
     assert error["code"] == -32602
-    assert "tenant" in error["message"]
+    assert field_of(error, V1) == "tenant"
+    assert error["message"].startswith("Invalid params: tenant: ")  # then the parser's words

@@ -25,19 +25,12 @@ from jwcrypto import jwk, jwt
 from agents.forms import AgentForm
 from agents.models import Agent
 from tasks import runner
+from tests.factories.agents import secured_agent
+from tests.factories.envelopes import envelope
+from tests.factories.versions import V03, V1
 from tests.helpers import serving
-from tests.protocol.conftest import (
-    V03,
-    V1,
-    AsyncCaller,
-    Caller,
-    artifact_texts,
-    envelope,
-    is_terminal,
-    secured_agent,
-    state_of,
-    texts,
-)
+from tests.protocol.answers import artifact_texts, is_terminal, state_of, texts
+from tests.protocol.callers import AsyncCaller, Caller
 
 pytestmark = pytest.mark.django_db
 both_versions = pytest.mark.parametrize("version", [V03, V1])
@@ -119,7 +112,7 @@ def handler_for(backend: Backend) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def backend(settings: Any) -> Iterator[Backend]:
-    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     backend = Backend(server)
     server.RequestHandlerClass = handler_for(backend)

@@ -13,7 +13,10 @@ from agents.models import Agent
 from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Change, NewTask, StatusChange, TransitionRefused
 from tasks.models import Task, TaskEvent, TaskState
-from tests.protocol.conftest import V03, V1, VERSIONS, Caller, state_of
+from tests.factories.messages import user_message
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import state_of
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +39,6 @@ ALLOWED: dict[TaskState, set[TaskState]] = {
 }  # fmt: skip
 TARGETS = [s for s in S if s != S.SUBMITTED]
 PAIRS = [(start, target) for start in S for target in TARGETS]
-
-
-def user_message(text: str = "hello") -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
-    message.parts.add(text=text)
-    return message
 
 
 def artifact(text: str, artifact_id: str = "a-1") -> pb.Artifact:

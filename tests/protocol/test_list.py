@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from a2a.types import a2a_pb2 as pb
 
 from agents.models import Agent
 from tasks import lifecycle
 from tasks.lifecycle import NewTask
 from tasks.models import ExecutionMode
-from tests.protocol.conftest import V03, V1, Caller, error_info, sample, state_of
+from tests.factories.envelopes import sample
+from tests.factories.errors import invalid_params
+from tests.factories.messages import user_message
+from tests.factories.versions import V03, V1
+from tests.protocol.answers import error_info, state_of
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -33,8 +37,7 @@ def send_tck(caller: Caller, scenario: str, **message: Any) -> dict[str, Any]:
 def store_tasks(agent: Agent, owner: str, count: int) -> None:
     """Tasks written straight through the lifecycle, for tests that need many of them."""
     for n in range(count):
-        message = pb.Message(message_id=f"bulk-{n}", role=pb.ROLE_USER)
-        message.parts.add(text=f"task {n}")
+        message = user_message(f"task {n}", message_id=f"bulk-{n}")
         spec = NewTask(agent_id=agent.pk, owner=owner, context_id=f"bulk-{n}", message=message,
                        protocol_version=V1, execution_mode=ExecutionMode.INLINE)  # fmt: skip
         lifecycle.open_task(spec)
@@ -93,13 +96,14 @@ def test_it_refuses_a_page_size_out_of_range(caller: Caller, tck: Agent, size: i
 
     assert error["code"] == -32602
     assert error_info(error)["metadata"] == {"field": "pageSize"}
+    assert error == invalid_params(V1, "pageSize", "must be between 1 and 100")
 
 
 def test_it_refuses_a_page_token_it_did_not_issue(caller: Caller, tck: Agent) -> None:
     error = caller.error("tck", V1, "list", {"pageToken": "bm90LWEtdG9rZW4="})
 
     assert error["code"] == -32602
-    assert "pageToken" in error["message"]
+    assert error == invalid_params(V1, "pageToken", "is not a token this server issued")
 
 
 def test_it_filters_by_context(caller: Caller, tck: Agent) -> None:
@@ -198,7 +202,10 @@ def test_it_asks_for_the_version_header_when_sent_without_it(caller: Caller, tck
     error = caller.post("tck", sample(V1, "list"), None).json()["error"]
 
     assert error["code"] == -32009
-    assert "A2A-Version: 1.0" in error["message"]
+    assert error == {
+        "code": -32009,
+        "message": "ListTasks is an A2A 1.0 method: send the header A2A-Version: 1.0.",
+    }
 
 
 def test_it_refuses_a_status_that_is_not_a_task_state(caller: Caller, tck: Agent) -> None:

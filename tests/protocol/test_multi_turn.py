@@ -6,17 +6,10 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
-from tests.conftest import make_agent
-from tests.protocol.conftest import (
-    SECURED,
-    V03,
-    V1,
-    VERSIONS,
-    Caller,
-    artifact_texts,
-    state_of,
-    texts,
-)
+from tests.factories.agents import SECURED, make_agent
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import artifact_texts, state_of, texts
+from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
 

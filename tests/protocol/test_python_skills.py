@@ -11,18 +11,11 @@ from asgiref.sync import sync_to_async
 
 from agents.models import Agent, Skill
 from tasks import runner
-from tests.protocol.conftest import (
-    V03,
-    V1,
-    AsyncCaller,
-    Caller,
-    artifact_texts,
-    envelope,
-    secured_agent,
-    state_of,
-    texts,
-)
-from tests.protocol.test_cancel import event_log
+from tests.factories.agents import secured_agent
+from tests.factories.envelopes import envelope
+from tests.factories.versions import METHODS, V03, V1
+from tests.protocol.answers import artifact_texts, event_log, state_of, texts
+from tests.protocol.callers import AsyncCaller, Caller
 
 pytestmark = pytest.mark.django_db
 both_versions = pytest.mark.parametrize("version", [V03, V1])
@@ -152,7 +145,7 @@ async def test_canceling_stops_a_streaming_function_mid_way(async_caller: AsyncC
 async def test_a_function_answers_over_a_stream(async_caller: AsyncCaller, version: str) -> None:
     await sync_to_async(make_toolbox)()
     body = envelope(version, "send", text="2", message={"metadata": {"skillId": "countdown"}})
-    body["method"] = "SendStreamingMessage" if version == V1 else "message/stream"
+    body["method"] = METHODS[version]["stream"]
     headers = {"A2A-Version": V1} if version == V1 else {}
     response = await async_caller.client.post(
         "/agents/toolbox/jsonrpc/", data=json.dumps(body), content_type="application/json",

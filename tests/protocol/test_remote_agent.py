@@ -4,7 +4,7 @@ The remote is the official SDK's Starlette app on uvicorn (a thread, 127.0.0.1, 
 with 0.3 compat on. Its agents: `echo` (a status message, then the text back in one artifact
 of three chunks), `interview` (asks a name, then greets), `slow` (works until canceled) and
 `legacy`, an echo whose card offers only a 0.3 interface. Loopback is refused by the SSRF
-guard, so the tests open 127.0.0.1 with PUSH_ALLOWED_HOSTS, as a developer would.
+guard, so the tests open 127.0.0.1 with OUTBOUND_ALLOWED_HOSTS, as a developer would.
 """
 
 from __future__ import annotations
@@ -35,25 +35,15 @@ from starlette.applications import Starlette
 from agents.forms import validate_executor_settings
 from agents.models import Agent
 from executors.remote import REMOTE_CONTEXT_KEY, REMOTE_TASK_KEY
-from tests.protocol.conftest import (
-    V03,
-    V1,
-    AsyncCaller,
-    Caller,
-    artifact_texts,
-    envelope,
-    request_headers,
-    secured_agent,
-    state_of,
-    texts,
-    url,
-)
+from tests.factories.agents import secured_agent
+from tests.factories.envelopes import NON_BLOCKING, envelope, request_headers, url
+from tests.factories.versions import METHODS, V03, V1
+from tests.protocol.answers import artifact_texts, state_of, texts
+from tests.protocol.callers import AsyncCaller, Caller
 
 pytestmark = pytest.mark.django_db
 both_versions = pytest.mark.parametrize("version", [V03, V1])
 
-STREAM_METHOD = {V1: "SendStreamingMessage", V03: "message/stream"}
-NON_BLOCKING = {V1: {"returnImmediately": True}, V03: {"blocking": False}}
 QUESTION = "What is your name?"
 WAIT = 10.0
 
@@ -203,7 +193,7 @@ def remote() -> Iterator[Remote]:
 
 @pytest.fixture
 def allow_loopback(settings: Any) -> None:
-    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
 
 
 def fronting(remote: Remote, name: str, **fields: Any) -> Agent:
@@ -217,7 +207,7 @@ def fronting(remote: Remote, name: str, **fields: Any) -> Agent:
 
 async def stream(caller: AsyncCaller, slug: str, version: str, text: str) -> list[dict[str, Any]]:
     """The results of a streamed send, read on the test's loop (the sync client cannot)."""
-    body = envelope(version, "send", text=text) | {"method": STREAM_METHOD[version]}
+    body = envelope(version, "send", text=text) | {"method": METHODS[version]["stream"]}
     response = await caller.client.post(
         url(slug), data=json.dumps(body), content_type="application/json",
         headers=request_headers(version, caller.key, {}),
@@ -335,7 +325,7 @@ def test_a_remote_whose_card_offers_only_0_3_is_spoken_to_in_0_3(
 def test_a_remote_on_a_private_address_is_refused_before_any_request(
     caller: Caller, remote: Remote, settings: Any
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     fronting(remote, "echo")
     remote.seen.versions.clear()
 
@@ -347,7 +337,7 @@ def test_a_remote_on_a_private_address_is_refused_before_any_request(
 
 
 def test_the_settings_must_name_a_card_url_the_hub_may_call(settings: Any) -> None:
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     with pytest.raises(ValidationError, match="card_url"):
         validate_executor_settings("a2a-remote", {})
     with pytest.raises(ValidationError, match="loopback"):

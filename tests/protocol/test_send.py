@@ -11,17 +11,12 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import Agent
-from tests.conftest import make_agent
-from tests.protocol.conftest import (
-    SECURED,
-    UNKNOWN_TASK,
-    V03,
-    V1,
-    VERSIONS,
-    AsyncCaller,
-    Caller,
+from tests.factories.agents import SECURED, make_agent
+from tests.factories.envelopes import NON_BLOCKING, UNKNOWN_TASK, envelope
+from tests.factories.errors import hub_error, invalid_params, task_not_found, validation_failed
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import (
     artifact_texts,
-    envelope,
     error_info,
     error_of,
     is_terminal,
@@ -30,6 +25,7 @@ from tests.protocol.conftest import (
     task_of,
     texts,
 )
+from tests.protocol.callers import AsyncCaller, Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -109,7 +105,7 @@ def test_it_refuses_a_negative_history_length(caller: Caller, echo: Agent, versi
     error = caller.error("echo", version, "send", configuration={"historyLength": -1})
 
     assert error["code"] == -32602
-    assert "historyLength" in error["message"]
+    assert error == invalid_params(version, "historyLength", "must not be negative")
 
 
 # -- follow-ups that cannot go on -------------------------------------------------------------
@@ -124,6 +120,7 @@ def test_it_returns_task_not_found_for_an_unknown_task_id(
     assert error["code"] == -32001
     if version == V1:
         assert error_info(error)["reason"] == "TASK_NOT_FOUND"
+    assert error == task_not_found(version, UNKNOWN_TASK)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -164,7 +161,8 @@ def test_it_refuses_a_follow_up_whose_context_does_not_match_the_task(
     )  # fmt: skip
 
     assert error["code"] == -32602
-    assert "contextId" in error["message"]
+    problem = "does not match the task's context"
+    assert error == invalid_params(version, "message.contextId", problem)
     assert state_of(caller.get("interview", version, task["id"])) == "input-required"
 
 
@@ -187,23 +185,38 @@ def agent_role(body: dict[str, Any], version: str) -> None:
     body["params"]["message"]["role"] = "ROLE_AGENT" if version == V1 else "agent"
 
 
+# The SDK's 1.0 validator checks the request's shape before the hub does, and names fields as
+# the .proto spells them; the hub checks what the shape allows but the protocol does not.
+INVALID_SENDS = [
+    (drop_message, {
+        V1: validation_failed("message", "Field is required."),
+        V03: invalid_params(V03, "message", "Field required"),
+    }),
+    (empty_parts, {
+        V1: validation_failed("message.parts", "Field must contain at least one element."),
+        V03: invalid_params(V03, "message.parts", "must hold at least one part"),
+    }),
+    (drop_message_id, {
+        V1: validation_failed("message.message_id", "Field is required."),
+        V03: invalid_params(V03, "message.messageId", "Field required"),
+    }),
+    (agent_role, {
+        V1: invalid_params(V1, "message.role", "must be the user's role"),
+        V03: invalid_params(V03, "message.role", "must be the user's role"),
+    }),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize(
-    ("change", "fields"),
-    [
-        (drop_message, ["message"]),
-        (empty_parts, ["message.parts"]),
-        # The SDK's 1.0 validator names fields as the .proto spells them.
-        (drop_message_id, ["message.messageId", "message.message_id"]),
-        (agent_role, ["message.role"]),
-    ],
+    ("change", "expected"), INVALID_SENDS, ids=[change.__name__ for change, _ in INVALID_SENDS]
 )
 def test_it_refuses_invalid_params_naming_the_field(
     caller: Caller,
     echo: Agent,
     version: str,
     change: Callable[[dict[str, Any], str], None],
-    fields: list[str],
+    expected: dict[str, dict[str, Any]],
 ) -> None:
     body = envelope(version, "send")
     change(body, version)
@@ -211,7 +224,7 @@ def test_it_refuses_invalid_params_naming_the_field(
     error = error_of(caller.post("echo", body, version))
 
     assert error["code"] == -32602
-    assert any(field in str(error.get("data")) for field in fields), error
+    assert error == expected[version]
     if version == V1:
         assert error_info(error)["reason"] == "INVALID_PARAMS"
     assert caller.result("echo", V1, "list").get("tasks", []) == []
@@ -251,7 +264,8 @@ def test_it_refuses_an_input_part_type_the_agent_does_not_take(
     error = caller.error("echo", version, "send", message={"parts": [part]})
 
     assert error["code"] == -32005
-    assert "application/json" in error["message"]
+    message = "This agent does not accept application/json (it takes text/plain)."
+    assert error == hub_error(version, -32005, message, "CONTENT_TYPE_NOT_SUPPORTED")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -278,7 +292,11 @@ def test_it_requires_a_required_extension_to_be_declared(
     error = caller.error("strict", version, "send")
 
     assert error["code"] == -32008
-    assert REQUIRED_EXTENSION in error["message"]
+    message = (
+        f"This agent requires the extension {REQUIRED_EXTENSION}; "
+        "declare it in the A2A-Extensions header."
+    )
+    assert error == hub_error(version, -32008, message, "EXTENSION_SUPPORT_REQUIRED")
     if version == V1:
         assert error_info(error)["reason"] == "EXTENSION_SUPPORT_REQUIRED"
 
@@ -295,8 +313,6 @@ def test_it_works_when_the_required_extension_is_declared(
 
 
 # -- non-blocking sends -------------------------------------------------------------------------
-
-NON_BLOCKING = {V1: {"returnImmediately": True}, V03: {"blocking": False}}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,15 +10,10 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
-from tests.protocol.conftest import (
-    V1,
-    VERSIONS,
-    Caller,
-    artifact_texts,
-    secured_agent,
-    state_of,
-    texts,
-)
+from tests.factories.agents import secured_agent
+from tests.factories.versions import V1, VERSIONS
+from tests.protocol.answers import artifact_texts, state_of, texts
+from tests.protocol.callers import Caller
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

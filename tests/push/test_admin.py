@@ -14,17 +14,11 @@ from django.utils import timezone
 from agents.models import Agent
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
 from tasks.models import Task
-from tests.push.conftest import (
-    CREDENTIALS,
-    TOKEN,
-    V1,
-    Behaviour,
-    Caller,
-    Receiver,
-    deliveries_of,
-    eventually,
-    webhook,
-)
+from tests.factories.push import CREDENTIALS, TOKEN, webhook
+from tests.factories.versions import V1
+from tests.helpers import eventually
+from tests.push.callers import Caller, deliveries_of
+from tests.push.receiver import Behaviour, Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 
@@ -79,6 +73,7 @@ def test_a_signed_in_user_without_staff_rights_is_refused(developer: Any, quiet_
 
     assert response.status_code == 302
     assert "login" in response["Location"]
+    assert response["Location"] == f"{reverse('admin:login')}?next={reverse(CONFIGS)}"
 
 
 def test_the_health_filter_finds_failing_and_disabled_configs(

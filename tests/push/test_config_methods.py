@@ -11,22 +11,27 @@ import pytest
 
 from agents.models import Agent
 from push.models import PushNotificationConfig
-from tests.push.conftest import (
+from tests.factories.envelopes import UNKNOWN_TASK
+from tests.factories.errors import invalid_params
+from tests.factories.push import (
     CREDENTIALS,
     TOKEN,
-    V1,
-    VERSIONS,
-    Caller,
     create_params,
     named_params,
     send_params,
     webhook,
 )
+from tests.factories.versions import V1, VERSIONS
+from tests.push.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
 PUBLIC_URL = "https://receiver.example.com/hooks/a2a"
-UNKNOWN_TASK = "3f1c2a44-0000-4000-8000-00000000abcd"
+# How the outbound guard ends each refusal of an address.
+PUBLIC_ONLY = (
+    "; the hub only sends requests to public addresses "
+    "(OUTBOUND_ALLOWED_HOSTS opens a host for development)"
+)
 
 
 def configs_in(result: Any, version: str) -> list[dict[str, Any]]:
@@ -65,7 +70,7 @@ def task_id(caller: Caller, pusher: Agent) -> str:
 def test_create_without_an_id_gets_one_and_answers_without_secrets(
     caller: Caller, task_id: str, version: str
 ) -> None:
-    answer = caller.call("pusher", version, "create", create_params(
+    answer = caller.call("pusher", version, "create_config", create_params(
         version, task_id, webhook(version, PUBLIC_URL)))  # fmt: skip
 
     assert "result" in answer, answer
@@ -81,12 +86,14 @@ def test_get_list_and_delete_work_on_a_named_config(
     caller: Caller, task_id: str, version: str
 ) -> None:
     params = create_params(version, task_id, webhook(version, PUBLIC_URL, id="mine"))
-    caller.result("pusher", version, "create", params)
+    caller.result("pusher", version, "create_config", params)
 
-    got = caller.call("pusher", version, "get", named_params(version, task_id, "mine"))
-    listed = caller.call("pusher", version, "list", named_params(version, task_id))
-    deleted = caller.call("pusher", version, "delete", named_params(version, task_id, "mine"))
-    after = caller.result("pusher", version, "list", named_params(version, task_id))
+    got = caller.call("pusher", version, "get_config", named_params(version, task_id, "mine"))
+    listed = caller.call("pusher", version, "list_configs", named_params(version, task_id))
+    deleted = caller.call(
+        "pusher", version, "delete_config", named_params(version, task_id, "mine")
+    )
+    after = caller.result("pusher", version, "list_configs", named_params(version, task_id))
 
     assert config_id_of(got["result"], version) == "mine"
     assert url_of(got["result"], version) == PUBLIC_URL
@@ -103,8 +110,8 @@ def test_deleting_a_config_that_is_gone_is_not_an_error(
 ) -> None:
     params = named_params(version, task_id, "never-made")
 
-    first = caller.call("pusher", version, "delete", params)
-    again = caller.call("pusher", version, "delete", params)
+    first = caller.call("pusher", version, "delete_config", params)
+    again = caller.call("pusher", version, "delete_config", params)
 
     assert "error" not in first and "error" not in again, (first, again)
 
@@ -115,43 +122,43 @@ def test_creating_with_an_existing_id_replaces_that_config(
 ) -> None:
     for url in (PUBLIC_URL, "https://other.example.com/hook"):
         params = create_params(version, task_id, webhook(version, url, id="same"))
-        caller.result("pusher", version, "create", params)
+        caller.result("pusher", version, "create_config", params)
 
-    listed = caller.result("pusher", version, "list", named_params(version, task_id))
+    listed = caller.result("pusher", version, "list_configs", named_params(version, task_id))
 
     assert [url_of(c, version) for c in configs_in(listed, version)] == [
         "https://other.example.com/hook"
     ]
 
 
-@pytest.mark.parametrize("op", ["create", "get", "list", "delete"])
+@pytest.mark.parametrize("op", ["create_config", "get_config", "list_configs", "delete_config"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_agent_without_push_answers_push_not_supported(
     caller: Caller, silent: Agent, version: str, op: str
 ) -> None:
     task_id = str(caller.send("silent", V1)["id"])
     params = {
-        "create": create_params(version, task_id, webhook(version, PUBLIC_URL)),
-        "get": named_params(version, task_id, "any"),
-        "list": named_params(version, task_id),
-        "delete": named_params(version, task_id, "any"),
+        "create_config": create_params(version, task_id, webhook(version, PUBLIC_URL)),
+        "get_config": named_params(version, task_id, "any"),
+        "list_configs": named_params(version, task_id),
+        "delete_config": named_params(version, task_id, "any"),
     }[op]
 
     assert caller.error("silent", version, op, params)["code"] == -32003
 
 
-@pytest.mark.parametrize("op", ["create", "get", "list", "delete"])
+@pytest.mark.parametrize("op", ["create_config", "get_config", "list_configs", "delete_config"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_another_callers_task_does_not_exist_for_its_configs(
     caller: Caller, stranger: Caller, task_id: str, version: str, op: str
 ) -> None:
-    caller.result("pusher", version, "create", create_params(
+    caller.result("pusher", version, "create_config", create_params(
         version, task_id, webhook(version, PUBLIC_URL, id="mine")))  # fmt: skip
     params = {
-        "create": create_params(version, task_id, webhook(version, PUBLIC_URL, id="theirs")),
-        "get": named_params(version, task_id, "mine"),
-        "list": named_params(version, task_id),
-        "delete": named_params(version, task_id, "mine"),
+        "create_config": create_params(version, task_id, webhook(version, PUBLIC_URL, id="theirs")),
+        "get_config": named_params(version, task_id, "mine"),
+        "list_configs": named_params(version, task_id),
+        "delete_config": named_params(version, task_id, "mine"),
     }[op]
 
     answer = stranger.call("pusher", version, op, params)
@@ -165,39 +172,43 @@ def test_another_callers_task_does_not_exist_for_its_configs(
 def test_an_unknown_task_is_not_found(caller: Caller, pusher: Agent, version: str) -> None:
     params = create_params(version, UNKNOWN_TASK, webhook(version, PUBLIC_URL))
 
-    assert caller.error("pusher", version, "create", params)["code"] == -32001
+    assert caller.error("pusher", version, "create_config", params)["code"] == -32001
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_getting_a_config_the_task_does_not_have_is_an_error(
     caller: Caller, task_id: str, version: str
 ) -> None:
-    error = caller.error("pusher", version, "get", named_params(version, task_id, "nope"))
+    error = caller.error("pusher", version, "get_config", named_params(version, task_id, "nope"))
 
     assert error["code"] == -32001
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("url", "problem"),
     [
-        "http://127.0.0.1:9/hook",
-        "http://10.1.2.3/hook",
-        "http://169.254.169.254/latest/meta-data/",
-        "http://[::1]/hook",
-        "ftp://receiver.example.com/hook",
+        ("http://127.0.0.1:9/hook", f"127.0.0.1 is a loopback address{PUBLIC_ONLY}"),
+        ("http://10.1.2.3/hook", f"10.1.2.3 is a private address{PUBLIC_ONLY}"),
+        ("http://169.254.169.254/latest/meta-data/",
+         f"169.254.169.254 is a link-local address{PUBLIC_ONLY}"),
+        ("http://[::1]/hook", f"::1 is a loopback address{PUBLIC_ONLY}"),
+        ("ftp://receiver.example.com/hook",
+         "'ftp://receiver.example.com/hook' must start with http:// or https://"),
     ],
-)
+    ids=["loopback", "private", "link-local", "ipv6-loopback", "ftp"],
+)  # fmt: skip
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_private_or_loopback_url_is_refused_naming_the_url(
-    caller: Caller, task_id: str, version: str, url: str, settings: Any
+    caller: Caller, task_id: str, version: str, url: str, problem: str, settings: Any
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
 
-    error = caller.error("pusher", version, "create", create_params(
+    error = caller.error("pusher", version, "create_config", create_params(
         version, task_id, webhook(version, url)))  # fmt: skip
 
     assert error["code"] == -32602
     assert "url" in error["message"]
+    assert error == invalid_params(version, "url", problem)
     assert not PushNotificationConfig.objects.exists()
 
 
@@ -205,10 +216,10 @@ def test_a_private_or_loopback_url_is_refused_naming_the_url(
 def test_an_allow_listed_loopback_host_is_accepted(
     caller: Caller, task_id: str, version: str, settings: Any
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     params = create_params(version, task_id, webhook(version, "http://127.0.0.1:9/hook"))
 
-    assert url_of(caller.result("pusher", version, "create", params), version).startswith(
+    assert url_of(caller.result("pusher", version, "create_config", params), version).startswith(
         "http://127.0.0.1:9/"
     )
 
@@ -219,7 +230,7 @@ def test_a_config_without_a_url_is_invalid_params(
 ) -> None:
     params = create_params(version, task_id, webhook(version, ""))
 
-    assert caller.error("pusher", version, "create", params)["code"] == -32602
+    assert caller.error("pusher", version, "create_config", params)["code"] == -32602
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -228,7 +239,7 @@ def test_an_inline_config_on_send_is_stored_with_the_new_task(
 ) -> None:
     task = caller.send("pusher", version, push=webhook(version, PUBLIC_URL, id="inline"))
 
-    listed = caller.result("pusher", version, "list", named_params(version, task["id"]))
+    listed = caller.result("pusher", version, "list_configs", named_params(version, task["id"]))
 
     assert [config_id_of(c, version) for c in configs_in(listed, version)] == ["inline"]
     assert_no_secrets(listed)
@@ -249,9 +260,11 @@ def test_an_inline_config_is_refused_by_an_agent_without_push(
 def test_an_inline_config_with_a_loopback_url_is_refused(
     caller: Caller, pusher: Agent, version: str, settings: Any
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     params = send_params(version, "hello", webhook(version, "http://127.0.0.1:9/hook"))
 
     error = caller.error("pusher", version, "send", params)
 
     assert error["code"] == -32602 and "url" in error["message"]
+    problem = f"127.0.0.1 is a loopback address{PUBLIC_ONLY}"
+    assert error == invalid_params(version, "url", problem)

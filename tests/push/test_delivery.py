@@ -12,20 +12,11 @@ import pytest
 from agents.models import Agent
 from push.models import DeliveryAttempt, DeliveryState, PushNotificationConfig
 from tasks.models import Task
-from tests.push.conftest import (
-    CREDENTIALS,
-    TOKEN,
-    V03,
-    V1,
-    VERSIONS,
-    Behaviour,
-    Caller,
-    Receiver,
-    deliveries_of,
-    eventually,
-    sequences_of,
-    webhook,
-)
+from tests.factories.push import CREDENTIALS, TOKEN, webhook
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.helpers import eventually
+from tests.push.callers import Caller, deliveries_of, sequences_of
+from tests.push.receiver import Behaviour, Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 
@@ -115,7 +106,9 @@ def test_a_config_created_later_hears_only_the_events_after_it(
     pusher.executor_kind = "interview"
     pusher.save()
     task = caller.send("pusher", V1, "Hi")  # the interviewer asks for a name: input-required
-    caller.result("pusher", V1, "create", {"taskId": task["id"], **webhook(V1, receiver.url)})
+    caller.result(
+        "pusher", V1, "create_config", {"taskId": task["id"], **webhook(V1, receiver.url)}
+    )
     before = Task.objects.get(id=task["id"]).last_sequence
 
     answer = {"messageId": "msg-name", "role": "ROLE_USER", "parts": [{"text": "Ada"}],
@@ -201,7 +194,7 @@ def test_a_410_answer_disables_the_config_and_stops_deliveries(
     assert eventually(
         lambda: {d.state for d in deliveries_of(task["id"])} == {DeliveryState.ABANDONED}
     )
-    listed = caller.result("pusher", V1, "list", {"taskId": task["id"]})
+    listed = caller.result("pusher", V1, "list_configs", {"taskId": task["id"]})
     assert [c["url"] for c in listed["configs"]] == [receiver.url]
 
 

@@ -14,16 +14,12 @@ from django.test import Client
 from a2ahub.outbound import forget_own_origins
 from agents.models import Agent
 from push.models import Delivery, InboxMessage, WebhookInbox
-from tests.push.conftest import (
-    TOKEN,
-    V1,
-    VERSIONS,
-    Caller,
-    Receiver,
-    create_params,
-    eventually,
-    webhook,
-)
+from tests.factories.errors import invalid_params
+from tests.factories.push import TOKEN, create_params, webhook
+from tests.factories.versions import V1, VERSIONS
+from tests.helpers import eventually
+from tests.push.callers import Caller
+from tests.push.receiver import Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 
@@ -33,7 +29,7 @@ def hub_origin(live_server: Any, settings: Any) -> Iterator[str]:
     """The hub serving on its configured HOST and PORT (a live server standing in for it), with
     its own origin registered from settings as at start-up; loopback is not allow-listed."""
     configured = settings.PORT
-    settings.PUSH_ALLOWED_HOSTS = []
+    settings.OUTBOUND_ALLOWED_HOSTS = []
     settings.PORT = int(live_server.url.rsplit(":", 1)[1])
     forget_own_origins()
     apps.get_app_config("a2ahub").ready()
@@ -122,12 +118,14 @@ def test_an_unknown_inbox_is_not_found(client: Client) -> None:
 def test_the_hubs_own_origin_outside_the_inbox_is_refused_as_a_webhook(
     caller: Caller, pusher: Agent, settings: Any, version: str, allowed: list[str]
 ) -> None:
-    settings.PUSH_ALLOWED_HOSTS = allowed
+    settings.OUTBOUND_ALLOWED_HOSTS = allowed
     task = caller.send("pusher", V1)
     url = f"http://{settings.HOST}:{settings.PORT}/admin/"
 
-    error = caller.error("pusher", version, "create", create_params(
+    error = caller.error("pusher", version, "create_config", create_params(
         version, task["id"], webhook(version, url)))  # fmt: skip
 
     assert error["code"] == -32602
     assert "url" in error["message"]
+    problem = "on this hub, only its webhook inbox may receive deliveries"
+    assert error == invalid_params(version, "url", problem)

@@ -16,7 +16,10 @@ from jwcrypto.common import base64url_decode, base64url_encode
 from a2ahub import signing
 from agents.models import Agent
 from push.models import Delivery
-from tests.push.conftest import V1, VERSIONS, Caller, Received, Receiver, webhook
+from tests.factories.push import webhook
+from tests.factories.versions import V1, VERSIONS
+from tests.push.callers import Caller
+from tests.push.receiver import Received, Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 

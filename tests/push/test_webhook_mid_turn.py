@@ -5,8 +5,6 @@ the deliveries)."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from a2a.types import a2a_pb2 as pb
 
@@ -14,8 +12,11 @@ from push.configs import create_config
 from tasks import lifecycle
 from tasks.lifecycle import Known, NewTask, StatusChange
 from tasks.models import Task, TaskState
-from tests.conftest import make_agent
-from tests.push.conftest import V1, Receiver, deliveries_of
+from tests.factories.agents import make_agent
+from tests.factories.messages import user_message
+from tests.factories.versions import V1
+from tests.push.callers import deliveries_of
+from tests.push.receiver import Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 
@@ -26,9 +27,7 @@ def test_events_written_after_a_webhook_was_set_mid_turn_are_delivered(
     receiver: Receiver,
 ) -> None:
     agent = make_agent("mid-turn")
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
-    message.parts.add(text="hello")
-    spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=message,
+    spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=user_message(),
                    protocol_version=V1, execution_mode="worker")  # fmt: skip
     lifecycle.open_task(spec)
     known = Known("ctx", 1, {}, push_enabled=False)  # as the runner claimed it

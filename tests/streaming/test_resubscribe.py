@@ -9,11 +9,12 @@ import time
 import httpx
 import pytest
 
-from tests.streaming.conftest import (
-    V03,
-    V1,
-    VERSIONS,
-    StreamServer,
+from tests.factories.envelopes import UNKNOWN_TASK
+from tests.factories.messages import wire_message
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import state_of
+from tests.streaming.server import StreamServer
+from tests.streaming.sse import (
     artifact_text,
     call,
     chunks_in,
@@ -21,14 +22,11 @@ from tests.streaming.conftest import (
     open_stream,
     payload,
     start_task,
-    state_of,
     stored_events,
     stored_ids,
-    user_message,
 )
 
 both_versions = pytest.mark.parametrize("version", VERSIONS)
-UNKNOWN_TASK = "3f1c2a44-0000-4000-8000-00000000abcd"
 
 
 def essay_of(http: httpx.Client, slug: str, version: str, task_id: str) -> str:
@@ -41,7 +39,7 @@ def essay_of(http: httpx.Client, slug: str, version: str, task_id: str) -> str:
 def test_subscribing_to_a_terminal_task_is_an_unsupported_operation(
     http: httpx.Client, version: str
 ) -> None:
-    done = call(http, "quick", version, "send", {"message": user_message(version, "done")})
+    done = call(http, "quick", version, "send", {"message": wire_message(version, "done")})
     task_id = payload(done["result"], version)["id"]
 
     with open_stream(http, "quick", version, "subscribe", {"id": task_id}) as stream:
@@ -108,7 +106,7 @@ def test_a_subscription_begins_with_the_current_task_then_live_events(
 def test_reconnecting_with_last_event_id_gets_the_missed_events_then_live_ones(
     http: httpx.Client, version: str
 ) -> None:
-    params = {"message": user_message(version, "bridges")}
+    params = {"message": wire_message(version, "bridges")}
     with open_stream(http, "essay", version, "stream", params) as first:
         seen = first.take(4)  # then the client drops the connection mid-stream
     task_id = payload(seen[0].result, version)["id"]

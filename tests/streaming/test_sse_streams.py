@@ -7,20 +7,18 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.streaming.conftest import (
-    ESSAY_CHUNKS,
-    V03,
-    V1,
-    VERSIONS,
+from tests.factories.messages import wire_message
+from tests.factories.versions import V03, V1, VERSIONS
+from tests.protocol.answers import state_of
+from tests.streaming.server import ESSAY_CHUNKS
+from tests.streaming.sse import (
     call,
     chunk_text,
     kind_of,
     open_stream,
     payload,
-    state_of,
     stored_ids,
     stream_send,
-    user_message,
 )
 
 both_versions = pytest.mark.parametrize("version", VERSIONS)
@@ -118,10 +116,10 @@ def test_a_direct_reply_is_a_single_message_and_the_stream_ends(
 def test_an_agent_that_does_not_stream_refuses_both_streaming_methods(
     http: httpx.Client, version: str
 ) -> None:
-    task = call(http, "mute", version, "send", {"message": user_message(version, "hi")})
+    task = call(http, "mute", version, "send", {"message": wire_message(version, "hi")})
     task_id = payload(task["result"], version)["id"]
 
-    params = {"message": user_message(version, "hi")}
+    params = {"message": wire_message(version, "hi")}
     with open_stream(http, "mute", version, "stream", params) as stream:
         refused_send = stream.rest()
     with open_stream(http, "mute", version, "subscribe", {"id": task_id}) as stream:
@@ -133,7 +131,7 @@ def test_an_agent_that_does_not_stream_refuses_both_streaming_methods(
 
 def test_an_idle_stream_gets_keep_alive_comments_and_then_carries_on(http: httpx.Client) -> None:
     # The idle writer waits 1.5 s before its first chunk; the server's heartbeat is 0.25 s.
-    params = {"message": user_message(V1, "silence")}
+    params = {"message": wire_message(V1, "silence")}
     with open_stream(http, "idle", V1, "stream", params) as stream:
         opening = stream.take(2)
         quiet_before = len(stream.comments)
@@ -153,7 +151,7 @@ def test_a_stream_ends_when_the_task_needs_input_and_the_follow_up_streams_on(
     asked = stream_send(http, "tck", version, message_id="tck-input-required-0001")
     task = payload(asked[0].result, version)
     params = {
-        "message": user_message(version, "here", "tck-complete-task-0002", task_id=task["id"])
+        "message": wire_message(version, "here", "tck-complete-task-0002", task_id=task["id"])
     }
     with open_stream(http, "tck", version, "stream", params) as stream:
         answered = stream.rest()

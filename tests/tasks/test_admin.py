@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -12,35 +11,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.models import Agent
-from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Change, NewTask, StatusChange
+from tasks.lifecycle import Change, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
+from tests.factories.messages import user_message
+from tests.factories.tasks import PDF_BYTES, open_task, report_artifact
 
 pytestmark = pytest.mark.django_db
-
-PDF_BYTES = b"%PDF-1.7\x00\x01\xff\xfe binary \r\n end"
-
-
-def user_message(*parts: pb.Part) -> pb.Message:
-    message = pb.Message(message_id="first", role=pb.ROLE_USER)
-    message.parts.extend(parts or [pb.Part(text="Hello, agent")])
-    return message
-
-
-def open_task(
-    agent: Agent,
-    changes: Sequence[Change] = (),
-    owner: str = "apikey:1",
-    context_id: str = "ctx-1",
-    message: pb.Message | None = None,
-) -> Task:
-    spec = NewTask(
-        agent_id=agent.pk, owner=owner, context_id=context_id,
-        message=message or user_message(), protocol_version="1.0", execution_mode="inline",
-    )  # fmt: skip
-    lifecycle.open_task(spec, changes)
-    return Task.objects.get(id=spec.id)
 
 
 def age(task: Task, minutes: int) -> Task:
@@ -57,16 +33,6 @@ def working() -> list[Change]:
 
 def completed() -> list[Change]:
     return [StatusChange(TaskState.WORKING), StatusChange(TaskState.COMPLETED)]
-
-
-def report_artifact() -> ArtifactChange:
-    artifact = pb.Artifact(artifact_id="report-1", name="Quarterly report")
-    artifact.parts.add(
-        raw=PDF_BYTES, media_type="application/pdf", filename='../../etc/re"port.pdf'
-    )
-    artifact.parts.add(url="https://files.example.com/big.bin", filename="big.bin")
-    artifact.parts.add(text="Summary: all good")
-    return ArtifactChange(artifact, last_chunk=True)
 
 
 def changelist(client: Client, **params: str) -> set[Task]:
@@ -99,6 +65,7 @@ def test_anonymous_users_are_sent_to_the_login_page(client: Client, agent_factor
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("admin:login"))
+        assert response["Location"] == f"{reverse('admin:login')}?next={url}"
 
 
 def test_signed_in_non_staff_users_cannot_enter(
@@ -106,10 +73,17 @@ def test_signed_in_non_staff_users_cannot_enter(
 ) -> None:
     task = open_task(agent_factory("nonstaff"))
     client.force_login(developer)
-    assert client.get(reverse("admin:tasks_task_changelist")).status_code == 302
-    assert client.get(reverse("admin:tasks_task_change", args=[task.id])).status_code == 302
-    response = client.post(reverse("admin:tasks_task_cancel", args=[task.id]))
+    for url in (
+        reverse("admin:tasks_task_changelist"),
+        reverse("admin:tasks_task_change", args=[task.id]),
+    ):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"] == f"{reverse('admin:login')}?next={url}"
+    cancel = reverse("admin:tasks_task_cancel", args=[task.id])
+    response = client.post(cancel)
     assert response.status_code == 302
+    assert response["Location"] == f"{reverse('admin:login')}?next={cancel}"
     task.refresh_from_db()
     assert task.state == TaskState.SUBMITTED
 
@@ -221,7 +195,10 @@ def test_a_file_part_downloads_with_its_exact_bytes_and_a_safe_name(
 
 def test_a_file_in_a_message_downloads_too(operator_client: Client, agent_factory: Any) -> None:
     upload = pb.Part(raw=b"a,b\n1,2\n", media_type="text/html\r\nX-Evil: 1", filename="données.csv")
-    task = open_task(agent_factory("upload"), message=user_message(pb.Part(text="see"), upload))
+    task = open_task(
+        agent_factory("upload"),
+        message=user_message(parts=[pb.Part(text="see"), upload], message_id="first"),
+    )
     row = Message.objects.get(task=task)
     response = operator_client.get(
         reverse("admin:tasks_task_file", args=[task.id, "message", row.pk, 1])
@@ -253,10 +230,10 @@ def test_non_staff_users_cannot_download(
     task = open_task(agent_factory("guarded"), [report_artifact()])
     artifact = Artifact.objects.get(task=task)
     client.force_login(developer)
-    response = client.get(
-        reverse("admin:tasks_task_file", args=[task.id, "artifact", artifact.pk, 0])
-    )
+    url = reverse("admin:tasks_task_file", args=[task.id, "artifact", artifact.pk, 0])
+    response = client.get(url)
     assert response.status_code == 302
+    assert response["Location"] == f"{reverse('admin:login')}?next={url}"
     assert PDF_BYTES not in response.content
 
 
@@ -274,6 +251,12 @@ def test_the_cancel_action_cancels_an_open_task_through_the_lifecycle(
     assert event is not None and event.sequence == task.last_sequence
     assert event.payload["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     assert "Canceled by the operator op." in str(task.status_message)
+    assert {k: v for k, v in task.status_message.items() if k != "messageId"} == {
+        "contextId": "ctx-1",
+        "taskId": str(task.id),
+        "role": "ROLE_AGENT",
+        "parts": [{"text": "Canceled by the operator op."}],
+    }
     assert "1 task(s) canceled." in page_messages(response)
 
 
@@ -314,4 +297,5 @@ def test_the_cancel_button_reports_a_finished_task(
     response = operator_client.post(reverse("admin:tasks_task_cancel", args=[task.id]), follow=True)
     task.refresh_from_db()
     assert task.state == TaskState.COMPLETED
+    assert response.redirect_chain == [(reverse("admin:tasks_task_change", args=[task.id]), 302)]
     assert any("not cancelable" in m for m in page_messages(response))

@@ -9,7 +9,7 @@ import pytest
 from tasks.lifecycle import StatusChange
 from tasks.models import Task, TaskEvent, TaskState
 from tests.browser import chromium
-from tests.tasks.test_admin import open_task, report_artifact
+from tests.factories.tasks import open_task, report_artifact
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -27,6 +27,7 @@ from agents.models import Agent
 from tasks import lifecycle, sql
 from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
+from tests.factories.messages import user_message
 
 S = TaskState
 OWNER = "apikey:counted"
@@ -90,12 +91,6 @@ def on_a_loop(write: Callable[[], Awaitable[Any]], seen: list[str]) -> Any:
             await asyncdb.close()
 
     return asyncio.run(run())
-
-
-def user_message(text: str) -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
-    message.parts.add(text=text)
-    return message
 
 
 def new_task(agent: Agent) -> NewTask:

@@ -19,8 +19,9 @@ from tasks import lifecycle
 from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tasks.reading import load_task
-from tests.conftest import make_agent
-from tests.protocol.conftest import V1
+from tests.factories.agents import make_agent
+from tests.factories.messages import user_message
+from tests.factories.versions import V1
 
 S = TaskState
 OWNER = "apikey:record"
@@ -37,12 +38,6 @@ pytestmark = [
 @pytest.fixture
 def agent(db: None) -> Agent:
     return make_agent("recorder")
-
-
-def user_message(text: str) -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
-    message.parts.add(text=text)
-    return message
 
 
 def chunk(text: str, append: bool = False) -> ArtifactChange:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from a2a.types import a2a_pb2 as pb
 from django.db import connections
 from django.utils import timezone
 
@@ -27,18 +26,13 @@ from agents.models import Agent
 from tasks import jobs, lifecycle, runner, sql
 from tasks.lifecycle import NewTask
 from tasks.models import Artifact, Task, TaskState
-from tests.conftest import make_agent
-from tests.protocol.conftest import V1
+from tests.factories.agents import make_agent
+from tests.factories.messages import user_message
+from tests.factories.versions import V1
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OWNER = "apikey:jobs"
-
-
-def user_message(text: str) -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_USER)
-    message.parts.add(text=text)
-    return message
 
 
 def queued_task(agent: Agent, text: str = "hello") -> tuple[str, str]:

@@ -1,0 +1,52 @@
+"""Push notification configs as each version spells them, the params of the config methods,
+and sends that carry a config inline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.factories.messages import wire_message
+from tests.factories.versions import V1
+
+TOKEN = "notification-token-7f3a"
+CREDENTIALS = "receiver-credentials-91bc"
+
+
+def webhook(
+    version: str, url: str, token: str = TOKEN, credentials: str = CREDENTIALS, **fields: Any
+) -> dict[str, Any]:
+    """A push config as each version spells it (without its task), with a token and a Bearer
+    credential."""
+    if version == V1:
+        auth: dict[str, Any] = {"scheme": "Bearer", "credentials": credentials}
+    else:
+        auth = {"schemes": ["Bearer"], "credentials": credentials}
+    return {"url": url, "token": token, "authentication": auth} | fields
+
+
+def create_params(version: str, task_id: str, config: dict[str, Any]) -> dict[str, Any]:
+    if version == V1:
+        return {"taskId": task_id, **config}
+    return {"taskId": task_id, "pushNotificationConfig": config}
+
+
+def named_params(version: str, task_id: str, config_id: str = "") -> dict[str, Any]:
+    """Params naming a task (and one of its configs) for get, list and delete."""
+    if version == V1:
+        return {"taskId": task_id} | ({"id": config_id} if config_id else {})
+    return {"id": task_id} | ({"pushNotificationConfigId": config_id} if config_id else {})
+
+
+def send_params(version: str, text: str, push: dict[str, Any] | None) -> dict[str, Any]:
+    """A blocking send's params, with `push` as its inline config when given."""
+    message = wire_message(version, text)
+    configuration: dict[str, Any]
+    if version == V1:
+        configuration = {"returnImmediately": False}
+        if push is not None:
+            configuration["taskPushNotificationConfig"] = push
+    else:
+        configuration = {"blocking": True}
+        if push is not None:
+            configuration["pushNotificationConfig"] = push
+    return {"message": message, "configuration": configuration}

@@ -1,0 +1,48 @@
+"""Stored tasks, opened through the lifecycle as the hub itself opens them, and the artifact
+the task admin shows (a binary file, a file by URL, and text)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from a2a.types import a2a_pb2 as pb
+
+from agents.models import Agent
+from tasks import lifecycle
+from tasks.lifecycle import ArtifactChange, Change, NewTask
+from tasks.models import Task
+from tests.factories.messages import user_message
+from tests.factories.versions import V1
+
+PDF_BYTES = b"%PDF-1.7\x00\x01\xff\xfe binary \r\n end"
+
+
+def first_message() -> pb.Message:
+    """The message `open_task` starts a task with unless told otherwise."""
+    return user_message("Hello, agent", message_id="first")
+
+
+def open_task(
+    agent: Agent,
+    changes: Sequence[Change] = (),
+    owner: str = "apikey:1",
+    context_id: str = "ctx-1",
+    message: pb.Message | None = None,
+) -> Task:
+    """An inline task of `agent`, opened with `changes` already applied."""
+    spec = NewTask(
+        agent_id=agent.pk, owner=owner, context_id=context_id,
+        message=message or first_message(), protocol_version=V1, execution_mode="inline",
+    )  # fmt: skip
+    lifecycle.open_task(spec, changes)
+    return Task.objects.get(id=spec.id)
+
+
+def report_artifact() -> ArtifactChange:
+    artifact = pb.Artifact(artifact_id="report-1", name="Quarterly report")
+    artifact.parts.add(
+        raw=PDF_BYTES, media_type="application/pdf", filename='../../etc/re"port.pdf'
+    )
+    artifact.parts.add(url="https://files.example.com/big.bin", filename="big.bin")
+    artifact.parts.add(text="Summary: all good")
+    return ArtifactChange(artifact, last_chunk=True)
