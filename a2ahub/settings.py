@@ -340,3 +340,16 @@ PUSH_RETRY_HORIZON_SECONDS = env_float("PUSH_RETRY_HORIZON_SECONDS", 86400.0, 1.
 # A worker delivering a config's queue holds it this long; if the worker dies, another takes
 # the queue over once the lease has run out (so keep it well above PUSH_TIMEOUT_SECONDS).
 PUSH_LEASE_SECONDS = env_float("PUSH_LEASE_SECONDS", 120.0, 1.0, 3600.0)
+
+# Retention (tasks.retention, push.retention): finished rows are deleted in the background,
+# in short batches. 0 keeps them forever. Tasks are the callers' data, so keeping them is
+# opt-in; deliveries are the operators' log of webhook traffic, the fastest-growing table.
+TASK_RETENTION_DAYS = env_int("TASK_RETENTION_DAYS", 0, 0, 36500)
+PUSH_DELIVERY_RETENTION_DAYS = env_int("PUSH_DELIVERY_RETENTION_DAYS", 7, 0, 36500)
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 200, 1, 10_000)
+if TASK_RETENTION_DAYS and TASK_RETENTION_DAYS * 86400 <= PUSH_RETRY_HORIZON_SECONDS:
+    # A finished task's last deliveries may still be retrying; pruning it would drop them.
+    raise ImproperlyConfigured(
+        f"TASK_RETENTION_DAYS ({TASK_RETENTION_DAYS}) must be longer than "
+        f"PUSH_RETRY_HORIZON_SECONDS ({PUSH_RETRY_HORIZON_SECONDS:g} seconds)"
+    )

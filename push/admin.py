@@ -1,11 +1,13 @@
-"""The operator's console for push: configs (secrets masked), deliveries with every attempt,
-replay and test deliveries, and the built-in webhook inbox."""
+"""The operator's console for push: configs (secrets masked), deliveries with every attempt and
+what retention will prune, replay and test deliveries, and the built-in webhook inbox."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from a2ahub.worker import submit
@@ -18,6 +20,7 @@ from push.models import (
     PushNotificationConfig,
     WebhookInbox,
 )
+from push.retention import deliveries_pending_text
 
 CONFIG_FIELDS = (
     "task",
@@ -168,6 +171,13 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # Under the title: how many finished deliveries the next pruning run deletes.
+        context = {"subtitle": deliveries_pending_text()} | (extra_context or {})
+        return super().changelist_view(request, extra_context=context)
 
     @admin.action(description="Replay (deliver these events again)")
     def replay(self, request: HttpRequest, queryset: QuerySet) -> None:

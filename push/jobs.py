@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from a2ahub.worker import submit
 from push import delivery as sending
+from push import retention
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 
 BATCH = 200
@@ -131,3 +132,9 @@ def sweep_due() -> int:
 @shared_task(name="push.sweep_due_deliveries", ignore_result=True)
 def sweep_due_deliveries() -> int:
     return sweep_due()
+
+
+@shared_task(name="push.prune_finished_deliveries", ignore_result=True)
+def prune_finished_deliveries() -> int:
+    """Delete delivered and abandoned deliveries older than PUSH_DELIVERY_RETENTION_DAYS."""
+    return sum(retention.prune_deliveries())

@@ -1,5 +1,6 @@
 """The operator's console for tasks: filters (stuck ones too), a read-only timeline of events,
-messages and artifacts, file downloads, and cancel, which goes through `tasks.lifecycle`."""
+messages and artifacts, file downloads, cancel, which goes through `tasks.lifecycle`, and what
+retention will prune."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
-from tasks import lifecycle, runner
+from tasks import lifecycle, retention, runner
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
 
 STUCK_MINUTES = (5, 30, 120)
@@ -248,6 +249,13 @@ class TaskAdmin(admin.ModelAdmin):
     def status_text(self, task: Task) -> str:
         parts = (task.status_message or {}).get("parts") or []
         return summarize_parts(parts) or "—"
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # Under the title: how many finished tasks the next pruning run deletes.
+        context = {"subtitle": retention.tasks_pending_text()} | (extra_context or {})
+        return super().changelist_view(request, extra_context=context)
 
     def change_view(
         self,

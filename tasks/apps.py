@@ -13,10 +13,12 @@ class TasksConfig(AppConfig):
         from django.conf import settings
 
         from a2ahub import schedule
-        from tasks import checks, jobs
+        from tasks import checks, jobs, retention
 
         # The raw SQL of the hot paths must still fit the models, or start-up fails.
         checks.register()
 
         # Fails open tasks whose runner died, and queues again turns lost with a worker.
         schedule.register(jobs.recover_stale_tasks, lambda: settings.TASK_HEARTBEAT_SECONDS)
+        # Deletes finished tasks past TASK_RETENTION_DAYS (nothing while it is 0).
+        schedule.register(jobs.prune_finished_tasks, lambda: retention.PRUNE_EVERY_SECONDS)

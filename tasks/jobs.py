@@ -7,7 +7,7 @@ from celery.signals import worker_ready
 from django.db import close_old_connections
 
 from a2ahub.worker import submit, submit_async
-from tasks import runner
+from tasks import retention, runner
 
 
 @shared_task(name="tasks.run_task", ignore_result=True)
@@ -24,6 +24,12 @@ def run_task(task_id: str, token: str, reply_to: str = "") -> None:
 @shared_task(name="tasks.recover_stale_tasks", ignore_result=True)
 def recover_stale_tasks() -> int:
     return runner.recover_stale()
+
+
+@shared_task(name="tasks.prune_finished_tasks", ignore_result=True)
+def prune_finished_tasks() -> int:
+    """Delete finished tasks older than TASK_RETENTION_DAYS, a batch at a time."""
+    return sum(retention.prune_tasks())
 
 
 def enqueue_run(task_id: str, token: str, reply_to: str = "") -> None:

@@ -9,7 +9,7 @@ these models). Other writers touch a task's bookkeeping columns only: `runner` a
 `heartbeat_at` by the claim of a queued turn (`tasks.sql.claim_task`), the runner's heartbeat
 and requeue (`tasks.runner`) and the hand-over of a stored task to a worker
 (`protocol.handlers.tasks`); `push_enabled` by `push.configs` when a task gets a webhook.
-A task's rows are deleted only with its agent.
+A task's rows are deleted only with its agent, or by retention once finished (`tasks.retention`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,12 @@ class Task(models.Model):
             models.Index(fields=["owner", "agent", "-created_at"], name="task_owner_agent_newest"),
             models.Index(fields=["context_id"], name="task_context"),
             models.Index(fields=["state", "heartbeat_at"], name="task_state_heartbeat"),
+            # Retention's batches, oldest first. Partial: an open task's writes add no entry.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(state__in=sorted(TERMINAL_STATES)),
+                name="task_finished_updated",
+            ),
         ]
 
     def __str__(self) -> str:

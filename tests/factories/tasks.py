@@ -1,16 +1,18 @@
-"""Stored tasks, opened through the lifecycle as the hub itself opens them, and the artifact
-the task admin shows (a binary file, a file by URL, and text)."""
+"""Stored tasks, opened through the lifecycle as the hub itself opens them (and aged, for
+retention), and the artifact the task admin shows (a binary file, a file by URL, and text)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 from a2a.types import a2a_pb2 as pb
+from django.utils import timezone
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Change, NewTask
-from tasks.models import Task
+from tasks.lifecycle import ArtifactChange, Change, NewTask, StatusChange
+from tasks.models import Task, TaskState
 from tests.factories.messages import user_message
 from tests.factories.versions import V1
 
@@ -46,3 +48,15 @@ def report_artifact() -> ArtifactChange:
     artifact.parts.add(url="https://files.example.com/big.bin", filename="big.bin")
     artifact.parts.add(text="Summary: all good")
     return ArtifactChange(artifact, last_chunk=True)
+
+
+def ended(state: TaskState = TaskState.COMPLETED) -> list[Change]:
+    """The changes that take a new task through working to `state`."""
+    return [StatusChange(TaskState.WORKING), StatusChange(state)]
+
+
+def last_updated(task: Task, days_ago: float) -> Task:
+    """Test setup only: pretend the task was last written `days_ago` days ago."""
+    Task.objects.filter(id=task.id).update(updated_at=timezone.now() - timedelta(days=days_ago))
+    task.refresh_from_db()
+    return task
