@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import socket
 import threading
+import time
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -26,8 +29,19 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from a2ahub import redis_clients
+
+logger = logging.getLogger(__name__)
+
+# What a broker that is away raises: redis-py's errors, kombu's (a job with a countdown), a
+# socket's, and our own bound on a wait.
+BROKER_ERRORS = (redis.RedisError, OperationalError, OSError, TimeoutError)
+# How long a job the broker refused is offered again from here, and how often at most; past
+# that, recovery finds the work that waits (for a task turn, by its stored token).
+RETRY_FOR_SECONDS = 60.0
+RETRY_EVERY_SECONDS = 0.5
 
 
 @cache
@@ -63,6 +77,64 @@ async def submit_async(job: Any, *args: Any) -> None:
         client = _async_brokers[loop] = redis_clients.async_client(settings.CELERY_BROKER_URL)
     async with asyncio.timeout(redis_clients.REDIS_WAIT_SECONDS):
         await client.lpush(queue_name(), job_message(job, args))
+
+
+def submit_or_retry(job: Any, *args: Any) -> None:
+    """`submit`, except that a broker that is away does not fail the caller: the job waits
+    in this process and is offered again until the broker takes it. For work already stored,
+    whose request must answer with what was stored."""
+    try:
+        submit(job, *args)
+    except BROKER_ERRORS as exc:
+        hold(job, args, exc)
+
+
+async def submit_or_retry_async(job: Any, *args: Any) -> None:
+    try:
+        await submit_async(job, *args)
+    except BROKER_ERRORS as exc:
+        hold(job, args, exc)
+
+
+# Jobs the broker refused: (when given up on, job, args), offered again in order by one thread.
+_held: deque[tuple[float, Any, tuple[Any, ...]]] = deque()
+_held_lock = threading.Lock()
+_offering: threading.Thread | None = None
+
+
+def hold(job: Any, args: Sequence[Any], exc: BaseException) -> None:
+    global _offering
+    logger.warning("the broker refused job %s (%s); offering it again", job.name, exc)
+    with _held_lock:
+        _held.append((time.monotonic() + RETRY_FOR_SECONDS, job, tuple(args)))
+        if _offering is None or not _offering.is_alive():
+            _offering = threading.Thread(target=offer_held, name="a2ahub-held", daemon=True)
+            _offering.start()
+
+
+def offer_held() -> None:
+    """Offer the held jobs, oldest first, until none is left; a job held past its time is
+    dropped (recovery finds its work: a task turn by its stored token, a delivery by the
+    sweep)."""
+    while True:
+        time.sleep(RETRY_EVERY_SECONDS)
+        with _held_lock:
+            if not _held:
+                return
+        while True:
+            with _held_lock:
+                if not _held:
+                    break
+                until, job, args = _held[0]
+            if time.monotonic() < until:
+                try:
+                    submit(job, *args)
+                except BROKER_ERRORS:
+                    break  # still away: wait, then start again from the oldest
+            else:
+                logger.error("the broker did not take job %s; recovery will find it", job.name)
+            with _held_lock:
+                _held.popleft()
 
 
 _async_brokers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (

@@ -13,7 +13,7 @@ from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from a2ahub.worker import submit
+from a2ahub.worker import submit, submit_or_retry
 from push import delivery as sending
 from push import retention
 from push.models import Delivery, DeliveryState, PushNotificationConfig
@@ -111,7 +111,8 @@ def kick_task(task_id: str) -> None:
     """After a commit: start the queues of the task's configs that have something to send."""
     pending = Delivery.objects.filter(config__task_id=task_id, state=DeliveryState.PENDING)
     for config_pk in pending.values_list("config_id", flat=True).distinct():
-        submit(deliver_config, config_pk)
+        # The events are stored: a broker that is away must not fail the change's request.
+        submit_or_retry(deliver_config, config_pk)
 
 
 def sweep_due() -> int:

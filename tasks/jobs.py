@@ -6,7 +6,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import close_old_connections
 
-from a2ahub.worker import submit, submit_async
+from a2ahub.worker import submit_or_retry, submit_or_retry_async
 from tasks import retention, runner
 
 
@@ -33,12 +33,14 @@ def prune_finished_tasks() -> int:
 
 
 def enqueue_run(task_id: str, token: str, reply_to: str = "") -> None:
-    """Queue a turn: on Celery workers when distributed, on this process's own pool if not."""
-    submit(run_task, task_id, token, *([reply_to] if reply_to else []))
+    """Queue a turn: on Celery workers when distributed, on this process's own pool if not.
+    The task is stored by now, so a broker that is away does not fail the send that stored
+    it: the turn is offered again until the broker takes it (then recovery requeues it)."""
+    submit_or_retry(run_task, task_id, token, *([reply_to] if reply_to else []))
 
 
 async def enqueue_run_async(task_id: str, token: str, reply_to: str = "") -> None:
-    await submit_async(run_task, task_id, token, *([reply_to] if reply_to else []))
+    await submit_or_retry_async(run_task, task_id, token, *([reply_to] if reply_to else []))
 
 
 @worker_ready.connect
