@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 
-.PHONY: run test install install-test lint imports typecheck migrations-check pytest bench clean
+.PHONY: run test install install-test lint imports typecheck migrations-check pytest fuzz bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,12 +40,17 @@ migrations-check: install-test
 	$(PY) manage.py makemigrations --check --dry-run
 
 # Checks against PostgreSQL load the distributed settings, which want an explicit key.
-test lint imports typecheck migrations-check pytest: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
+test lint imports typecheck migrations-check pytest fuzz: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
 
 pytest: install-test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test: lint imports typecheck migrations-check pytest
+
+# The property-based tests run far longer than in `make test` (50,000 cases each, not 1,500).
+fuzz: install-test
+	HYPOTHESIS_PROFILE=deep $(VENV)/bin/pytest -p no:cacheprovider -m "not integration" \
+		tests/protocol/test_fuzz_envelopes.py
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

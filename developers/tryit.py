@@ -20,6 +20,7 @@ from a2ahub.errors import A2AError, error_object, internal_error
 from agents.models import Agent
 from agents.principals import Principal
 from agents.views import public_base_url
+from protocol import strings
 from protocol.calls import Call
 from protocol.jsonrpc import check_extensions, find_method, parse_params, render_result
 from protocol.method_table import resolve
@@ -39,6 +40,7 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
     params = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
                           "parts": [{"text": text}]}}  # fmt: skip
     try:
+        strings.check_params(params)  # a NUL typed in the box, as at the endpoint
         extensions = check_extensions(request, agent, METHOD)
         call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions)
         result = await resolve(method.handler)(call, parse_params(method, params, V1))

@@ -1,8 +1,13 @@
 """The JSON-RPC 2.0 binding of one agent: checks at the door, the envelope, the version, then
-the method table. Both protocol versions share this endpoint and the handlers behind it."""
+the method table. Both protocol versions share this endpoint and the handlers behind it.
+
+Strings the hub cannot carry (a lone surrogate anywhere, U+0000 in params) are refused before
+any handler runs (`protocol.strings`), and every answer is a JSON-RPC envelope, even when its
+result cannot be encoded."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from dataclasses import dataclass
@@ -38,7 +43,7 @@ from agents.lookup import cached_agent, find_agent
 from agents.models import Agent
 from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
 from agents.views import json_not_found, public_base_url, requested_version
-from protocol import limits
+from protocol import limits, strings
 from protocol.calls import Call
 from protocol.method_table import V03_METHODS, V1_METHODS, Method, resolve
 from protocol.sse import sse_error, sse_response
@@ -65,7 +70,22 @@ def rpc_response(request_id: Any, version: str, result: Any = None,
         body["error"] = error_object(error, version)
     else:
         body["result"] = result
-    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+    try:
+        return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+    except UnicodeEncodeError as exc:
+        # A lone surrogate no UTF-8 can carry, from somewhere the request's checks do not
+        # reach (an agent's own output, say): still a JSON-RPC answer.
+        if isinstance(request_id, str) and not strings.is_unicode(request_id):
+            request_id = None
+        return rpc_response(request_id, version, error=internal_error(exc), status=status)
+
+
+def answer_version(requested: str) -> str:
+    """The version an error's shape follows before (or when) the version itself is checked:
+    0.3 without the header or with 0.3; else 1.0. The header is a 1.0-era parameter (0.3
+    clients send none, or 0.3), so a client naming another version reads 1.0's ErrorInfo, and
+    a 0.3 client would take it too (its `data` is free-form)."""
+    return V03 if requested in ("", V03) else V1
 
 
 def request_version(request: HttpRequest) -> str:
@@ -102,9 +122,13 @@ def check_door(request: HttpRequest) -> bytes:
 
 def parse_json(body: bytes) -> dict[str, Any]:
     try:
-        envelope = json.loads(body)
+        # Strict UTF-8, JSON's encoding (RFC 8259 8.1): json.loads(bytes) would let bytes that
+        # spell a surrogate through. A byte order mark is ignored, as json.loads did.
+        envelope = json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
     except (ValueError, UnicodeDecodeError):
         raise JSONParseError("The body is not valid JSON.") from None
+    except RecursionError:
+        raise JSONParseError("The body is nested too deeply.") from None
     if isinstance(envelope, list):
         raise InvalidRequestError("Batch requests are not supported.")
     if not isinstance(envelope, dict):
@@ -113,16 +137,16 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 
 def envelope_id(envelope: dict[str, Any]) -> Any:
-    """The id to answer with; a request without one still gets an answer (with a null id)."""
+    """The id to answer with; a request without one still gets an answer (with a null id),
+    and so does one whose id cannot be echoed."""
     request_id = envelope.get("id")
-    if request_id is None or (
-        isinstance(request_id, str | int) and not isinstance(request_id, bool)
-    ):
+    if isinstance(request_id, str):
+        if not strings.is_unicode(request_id):
+            raise InvalidRequestError(f'The request "id" holds {strings.LONE_SURROGATE}.')
         return request_id
-    return _INVALID_ID
-
-
-_INVALID_ID = object()
+    if request_id is None or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return request_id
+    raise InvalidRequestError('A request "id" must be a string, a number or null.')
 
 
 def parse_envelope(envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -131,6 +155,8 @@ def parse_envelope(envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     method = envelope.get("method")
     if not isinstance(method, str) or not method:
         raise InvalidRequestError('A request needs a "method" string.')
+    if not strings.is_unicode(method):
+        raise InvalidRequestError(f'The request "method" holds {strings.LONE_SURROGATE}.')
     params = envelope.get("params", {})
     if not isinstance(params, dict):
         raise invalid_params("params", "must be an object")
@@ -254,15 +280,13 @@ def check_limits(agent: Agent, principal: Principal, size: int, method_name: str
 
 
 async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
-    # Errors met before the version is checked go out in the version the header names.
-    ex.version = V1 if requested_version(request) == V1 else V03
+    # Errors met before the version is checked (and that check's own) go out in the shape of
+    # the version the header names.
+    ex.version = answer_version(requested_version(request))
     body = check_door(request)
     principal = await authenticate_caller(request, agent)
     envelope = parse_json(body)
-    request_id = envelope_id(envelope)
-    if request_id is _INVALID_ID:
-        raise InvalidRequestError('A request "id" must be a string, a number or null.')
-    ex.request_id = request_id
+    ex.request_id = envelope_id(envelope)
     method_name, params = parse_envelope(envelope)
     ex.version = request_version(request)
     method = find_method(method_name, ex.version)
@@ -274,6 +298,8 @@ async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpRespon
                 last_event_id(request))  # fmt: skip
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
+    if strings.may_hold_uncarriable(body):
+        strings.check_params(params)
     result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
     if method.streaming:
         return sse_response(result, ex.request_id, ex.version)

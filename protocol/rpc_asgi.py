@@ -22,13 +22,12 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
-from django.http import HttpRequest, JsonResponse, QueryDict
+from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 
 from a2ahub import asyncdb
-from a2ahub.errors import InvalidRequestError
-from protocol.jsonrpc import endpoint, rpc_response
-from tasks.wire import V03, V1
+from a2ahub.errors import InvalidRequestError, internal_error
+from protocol.jsonrpc import answer_version, endpoint, rpc_response
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +71,11 @@ async def serve(scope: Scope, receive: Any, send: Any) -> None:
 async def respond(scope: Scope, body: bytes, slug: str) -> HttpResponseBase:
     try:
         return await endpoint(cast(HttpRequest, RpcRequest(scope, body)), slug)
-    except Exception:
-        # The view answers every A2A error itself; this is the last resort.
-        logger.exception("the JSON-RPC endpoint of %s failed", slug)
-        return JsonResponse({"error": {"code": 500, "message": "Internal error."}}, status=500)
+    except Exception as exc:
+        # The view answers every A2A error itself; this is the last resort, and still a
+        # JSON-RPC answer (the id is not known here).
+        logger.error("the JSON-RPC endpoint of %s failed", slug)
+        return rpc_response(None, header_version(scope), error=internal_error(exc))
 
 
 class Headers:
@@ -146,10 +146,11 @@ async def read_body(receive: Any, limit: int) -> bytes:
 
 
 def header_version(scope: Scope) -> str:
+    """The version an answer given before the view runs is shaped in (see `answer_version`)."""
     for name, value in scope.get("headers", []):
         if name.lower() == b"a2a-version":
-            return V1 if value.strip().startswith(b"1.0") else V03
-    return V03
+            return answer_version(".".join(value.decode("latin1").strip().split(".")[:2]))
+    return answer_version("")
 
 
 def headers_of(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:

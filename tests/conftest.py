@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import hypothesis
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -20,6 +21,11 @@ from django.test import Client
 from tests.factories.agents import make_agent
 
 STACK_ENV = ("DATABASE_URL", "REDIS_URL")
+
+# Property-based tests: a bounded, repeatable run by default (CI); `make fuzz` runs "deep".
+hypothesis.settings.register_profile("ci", max_examples=1500, derandomize=True, database=None)
+hypothesis.settings.register_profile("deep", max_examples=50_000, database=None)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -371,6 +371,19 @@ def test_try_it_refuses_an_empty_message(dev_client: Client, developer: User) ->
     assert not Task.objects.exists()
 
 
+def test_try_it_refuses_a_nul_naming_the_field_and_stores_nothing(
+    dev_client: Client, developer: User
+) -> None:
+    owned("mine", developer)
+    body = dev_client.post("/dev/agents/mine/try/", {"text": "a\x00b"}).json()
+    assert body["ok"] is False
+    assert body["error"]["code"] == -32602
+    assert body["error"]["message"] == (
+        "Invalid params: message.parts[0].text: holds U+0000 (NUL), which the hub cannot store"
+    )
+    assert not Task.objects.exists()
+
+
 def test_try_it_says_when_the_agent_is_disabled(dev_client: Client, developer: User) -> None:
     owned("mine", developer, enabled=False)
     body = dev_client.post("/dev/agents/mine/try/", {"text": "hi"}).json()

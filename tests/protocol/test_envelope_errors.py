@@ -12,6 +12,7 @@ import pytest
 from agents.models import Agent
 from tests.factories.agents import SECURED
 from tests.factories.envelopes import envelope, sample
+from tests.factories.errors import hub_error
 from tests.factories.versions import METHODS, V03, V1, VERSIONS
 from tests.protocol.answers import error_info, error_of, result_of, task_of
 from tests.protocol.callers import Caller
@@ -206,7 +207,8 @@ def test_it_refuses_a_version_it_does_not_serve(caller: Caller, echo: Agent, ver
 
     assert error["code"] == -32009
     message = "A2A version '9.9' is not served here; use one of 0.3, 1.0."
-    assert error == {"code": -32009, "message": message}
+    # Only 1.0-era clients send the header: the error carries 1.0's ErrorInfo.
+    assert error == hub_error(V1, -32009, message, "VERSION_NOT_SUPPORTED")
     assert caller.result("echo", V1, "list").get("tasks", []) == []
 
 
