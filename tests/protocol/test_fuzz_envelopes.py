@@ -72,13 +72,16 @@ def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+def copy_and_parent(document: Any, path: tuple[Any, ...]) -> tuple[Any, Any]:
+    """A deep copy of `document` and, in it, the container of the place `path` names."""
+    copy = json.loads(json.dumps(document))
+    return copy, _at(copy, path[:-1])
+
+
 def replaced(document: Any, path: tuple[Any, ...], new: Any) -> Any:
     if not path:
         return new
-    copy = json.loads(json.dumps(document))
-    parent = copy
-    for step in path[:-1]:
-        parent = parent[step]
+    copy, parent = copy_and_parent(document, path)
     parent[path[-1]] = new
     return copy
 
@@ -86,10 +89,7 @@ def replaced(document: Any, path: tuple[Any, ...], new: Any) -> Any:
 def without(document: Any, path: tuple[Any, ...]) -> Any:
     if not path:
         return document
-    copy = json.loads(json.dumps(document))
-    parent = copy
-    for step in path[:-1]:
-        parent = parent[step]
+    copy, parent = copy_and_parent(document, path)
     del parent[path[-1]]
     return copy
 
