@@ -15,6 +15,8 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,3 +78,9 @@ def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float
             return False
         time.sleep(interval)
     return True
+
+
+def postgresql_only(reason: str) -> pytest.MarkDecorator:
+    """Skip where the suite runs on SQLite: `reason` says what only PostgreSQL has."""
+    engine = settings.DATABASES["default"]["ENGINE"]
+    return pytest.mark.skipif(engine != "django.db.backends.postgresql", reason=reason)

@@ -6,16 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from psycopg.types.json import Jsonb
 
 from a2ahub import asyncdb
+from tests.helpers import postgresql_only
 
-on_postgresql = pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-    reason="the loop's connections are PostgreSQL's",
-)
+on_postgresql = postgresql_only("the loop's connections are PostgreSQL's")
 
 VALUES: list[Any] = [
     {"task": {"id": "t-1", "history": [{"parts": [{"text": "héllo ✓"}]}]}},

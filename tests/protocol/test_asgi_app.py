@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
-from django.conf import settings
 from django.db import connection
 from pytest_django.fixtures import Settings
 
@@ -30,6 +29,7 @@ from tests.factories.agents import make_agent
 from tests.factories.envelopes import envelope
 from tests.factories.errors import hub_error
 from tests.factories.versions import V03, V1
+from tests.helpers import postgresql_only
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -366,10 +366,7 @@ async def writes_of_a_fast_turn() -> list[list[tuple[int | None, Any]]]:
     return writes
 
 
-@pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-    reason="SQLite's writes go through a thread, whose events reach the stream as they may",
-)
+@postgresql_only("SQLite's writes go through a thread, whose events reach the stream as they may")
 async def test_a_fast_agents_turn_reaches_the_client_in_one_write_after_its_task(
     app: None,
 ) -> None:

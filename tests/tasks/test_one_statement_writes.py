@@ -18,7 +18,6 @@ from typing import Any
 import asyncpg
 import pytest
 from a2a.types import a2a_pb2 as pb
-from django.conf import settings
 from django.utils import timezone
 from pytest_django.fixtures import DjangoAssertNumQueries, Settings
 
@@ -28,16 +27,14 @@ from tasks import lifecycle, sql
 from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
+from tests.helpers import postgresql_only
 
 S = TaskState
 OWNER = "apikey:counted"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-        reason="the one-statement writes are PostgreSQL's",
-    ),
+    postgresql_only("the one-statement writes are PostgreSQL's"),
 ]
 
 # The methods by which asyncpg's connections run a statement.

@@ -12,7 +12,6 @@ import uuid
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from django.conf import settings
 
 from agents.models import Agent
 from tasks import lifecycle
@@ -22,16 +21,14 @@ from tasks.reading import load_task
 from tests.factories.agents import make_agent
 from tests.factories.messages import user_message
 from tests.factories.versions import V1
+from tests.helpers import postgresql_only
 
 S = TaskState
 OWNER = "apikey:record"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-        reason="the one-statement write is PostgreSQL's",
-    ),
+    postgresql_only("the one-statement write is PostgreSQL's"),
 ]
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from django.conf import settings
 from django.db import connection
 from django.db.models import F, Model
 from django.utils import timezone
@@ -33,6 +32,7 @@ from tasks.lifecycle import (
     status_of,
 )
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
+from tests.helpers import postgresql_only
 
 S = TaskState
 MODELS: tuple[type[Model], ...] = (Task, Message, Artifact, TaskEvent)
@@ -40,10 +40,7 @@ Rows = list[list[Model]]  # a task, its messages, artifacts and events
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-        reason="the raw statements are PostgreSQL's",
-    ),
+    postgresql_only("the raw statements are PostgreSQL's"),
     pytest.mark.parametrize("on", ["django", "loop"]),
 ]
 
