@@ -22,7 +22,8 @@ from agents.principals import Principal
 from agents.views import public_base_url
 from protocol import strings
 from protocol.calls import Call
-from protocol.jsonrpc import check_extensions, find_method, parse_params, render_result
+from protocol.door import check_extensions
+from protocol.jsonrpc import find_method, parse_params, render_result
 from protocol.method_table import resolve
 from tasks.wire import PB_TO_STATE, V1
 
@@ -41,14 +42,14 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
                           "parts": [{"text": text}]}}  # fmt: skip
     try:
         strings.check_params(params)  # a NUL typed in the box, as at the endpoint
-        extensions = check_extensions(request, agent, METHOD)
+        extensions = check_extensions(request, agent, sending=True)
         call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions)
         result = await resolve(method.handler)(call, parse_params(method, params, V1))
     except A2AError as exc:
         return {"ok": False, "error": error_object(exc, V1)}
     except Exception as exc:
         return {"ok": False, "error": error_object(internal_error(exc), V1)}
-    return {"ok": True, **summary(result), "result": render_result(method, result, V1, call)}
+    return {"ok": True, **summary(result), "result": render_result(method, result, V1)}
 
 
 def summary(result: pb.Task | pb.Message) -> dict[str, Any]:

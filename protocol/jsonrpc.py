@@ -9,26 +9,18 @@ from __future__ import annotations
 
 import codecs
 import json
-import re
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from a2a.types import a2a_pb2 as pb
-from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import sync_to_async
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
-from google.protobuf.json_format import ParseDict, ParseError
 
 from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
-    ContentTypeNotSupportedError,
-    ExtensionSupportRequiredError,
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
@@ -38,29 +30,17 @@ from a2ahub.errors import (
     internal_error,
     invalid_params,
 )
-from agents import cards
-from agents.lookup import cached_agent, find_agent
 from agents.models import Agent
-from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
 from agents.views import json_not_found, public_base_url, requested_version
-from protocol import limits, strings
+from protocol import door, limits, strings
 from protocol.calls import Call
 from protocol.method_table import V03_METHODS, V1_METHODS, Method, resolve
-from protocol.sse import sse_error, sse_response
+from protocol.results import v1_result
+from protocol.sse import jsonrpc_framing, sse_error, sse_response
 from protocol.v03 import PARAMS_IN, RESULT_OUT
-from tasks.wire import V03, V1, to_json
+from tasks.wire import V03, V1
 
-SUPPORTED_VERSIONS = (V03, V1)
 SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
-
-
-class Rejection(Exception):
-    """A request refused before JSON-RPC begins, with its own HTTP status."""
-
-    def __init__(self, status: int, error: A2AError) -> None:
-        super().__init__(error.message)
-        self.status = status
-        self.error = error
 
 
 def rpc_response(request_id: Any, version: str, result: Any = None,
@@ -86,38 +66,6 @@ def answer_version(requested: str) -> str:
     clients send none, or 0.3), so a client naming another version reads 1.0's ErrorInfo, and
     a 0.3 client would take it too (its `data` is free-form)."""
     return V03 if requested in ("", V03) else V1
-
-
-def request_version(request: HttpRequest) -> str:
-    raw = (request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or "").strip()
-    if not raw:
-        return V03
-    version = ".".join(raw.split(".")[:2])
-    if version not in SUPPORTED_VERSIONS:
-        raise VersionNotSupportedError(
-            f"A2A version {raw!r} is not served here; use one of {', '.join(SUPPORTED_VERSIONS)}."
-        )
-    return version
-
-
-def check_door(request: HttpRequest) -> bytes:
-    """Size and media type come before anything is parsed."""
-    declared = request.headers.get("Content-Length", "")
-    limit = settings.A2A_MAX_REQUEST_BYTES
-    if declared.isdigit() and int(declared) > limit:
-        raise Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
-    media = (request.content_type or "").lower()
-    if media != "application/json" and not media.endswith("+json"):
-        raise Rejection(415, ContentTypeNotSupportedError("Send JSON-RPC as application/json."))
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise Rejection(
-            413, InvalidRequestError(f"The request body is over {limit} bytes.")
-        ) from None
-    if len(body) > limit:
-        raise Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
-    return body
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -174,75 +122,18 @@ def find_method(method: str, version: str) -> Method:
     raise MethodNotFoundError(f"Method {method!r} is not available.")
 
 
-def check_extensions(request: HttpRequest, agent: Agent, method: str) -> frozenset[str]:
-    raw = request.headers.get("A2A-Extensions") or request.headers.get("X-A2A-Extensions") or ""
-    declared = frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
-    if method in SEND_METHODS:
-        for ext in agent.declared_extensions():
-            if ext.get("required") and ext.get("uri") not in declared:
-                raise ExtensionSupportRequiredError(
-                    f"This agent requires the extension {ext.get('uri')}; "
-                    "declare it in the A2A-Extensions header."
-                )
-    return declared
-
-
 def parse_params(method: Method, params: dict[str, Any], version: str) -> Any:
     if version == V03:
         return PARAMS_IN[method.adapter](params)
-    try:
-        request = ParseDict(params, method.request())
-    except ParseError as exc:
-        if "has no field named" not in str(exc):
-            raise invalid_params(failed_field(str(exc)), str(exc)) from None
-        # Fields this version does not know are ignored; bad values never are.
-        try:
-            request = ParseDict(params, method.request(), ignore_unknown_fields=True)
-        except ParseError as again:
-            raise invalid_params(failed_field(str(again)), str(again)) from None
-    validate_proto_required_fields(request)
-    return request
+    return door.parse_message(params, method.request())
 
 
-def failed_field(problem: str) -> str:
-    """The JSON name of the field a protobuf parse error names ("params" when none)."""
-    match = re.search(r"Failed to parse (\w+) field", problem)
-    if match is None:
-        return "params"
-    head, *rest = match.group(1).split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def render_result(method: Method, result: Any, version: str, call: Call) -> Any:
+def render_result(method: Method, result: Any, version: str) -> Any:
     if version == V03:
         return RESULT_OUT[method.adapter](result)
-    if method.handler == "protocol.handlers.tasks.send_message":
-        from tasks.wire import send_result_json
-
-        return send_result_json(result, V1)
-    if method.handler == "protocol.handlers.cards.get_extended_card":
-        return cards.card_document(result, cards.V1_0)
-    if isinstance(result, pb.ListTasksResponse):
-        # nextPageToken and totalSize are required even when empty or zero.
-        listed = to_json(result)
-        listed.setdefault("tasks", [])
-        listed.setdefault("nextPageToken", "")
-        listed.setdefault("totalSize", 0)
-        listed.setdefault("pageSize", result.page_size)
-        return listed
-    return to_json(result)
-
-
-def last_event_id(request: HttpRequest) -> int | None:
-    raw = request.headers.get("Last-Event-ID", "").strip()
-    return int(raw) if raw.isdigit() else None
-
-
-def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
-    response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
-                                       "message": exc.message}}, status=401)  # fmt: skip
-    response["WWW-Authenticate"] = exc.challenge
-    return response
+    if result is None:
+        return None
+    return v1_result(method, result)
 
 
 @dataclass
@@ -256,75 +147,69 @@ class Exchange:
 
     def failure(self, error: A2AError) -> HttpResponseBase:
         if self.stream_errors:
-            return sse_error(self.request_id, error, self.version)
+            return sse_error(error, jsonrpc_framing(self.request_id, self.version))
         return rpc_response(self.request_id, self.version, error=error)
 
 
-async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
-    # An open agent asked without credentials needs no database, so no thread hop either.
-    open_agent = not agent.security_schemes and not agent.security_requirements
-    if open_agent and DEFAULT_KEY_HEADER not in request.headers:
-        return ANONYMOUS
-    return await sync_to_async(authenticate)(request, agent)
-
-
-def has_limits(agent: Agent) -> bool:
-    return bool(agent.requests_per_minute or agent.max_concurrent_tasks or agent.max_message_bytes)
-
-
-def check_limits(agent: Agent, principal: Principal, size: int, method_name: str) -> None:
-    limits.check_size(agent, size)
-    limits.check_rate(agent, principal.id)
-    if method_name in SEND_METHODS:
-        limits.check_concurrency(agent)
-
-
-async def handle(request: HttpRequest, agent: Agent, ex: Exchange) -> HttpResponseBase:
+async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
+    """One JSON-RPC request to `agent`, or, on the shared endpoint (`agent` None), to the
+    agent its 1.0 `params.tenant` names."""
     # Errors met before the version is checked (and that check's own) go out in the shape of
     # the version the header names.
     ex.version = answer_version(requested_version(request))
-    body = check_door(request)
-    principal = await authenticate_caller(request, agent)
+    body = door.read_body(request, "Send JSON-RPC as application/json.")
+    if agent is not None:
+        principal = await door.authenticate_caller(request, agent)
     envelope = parse_json(body)
     ex.request_id = envelope_id(envelope)
     method_name, params = parse_envelope(envelope)
-    ex.version = request_version(request)
+    ex.version = door.parse_version(door.raw_version(request))
     method = find_method(method_name, ex.version)
-    if has_limits(agent):
-        await sync_to_async(check_limits)(agent, principal, len(body), method_name)
+    if agent is None:
+        agent = await tenant_agent(params, ex.version)
+        principal = await door.authenticate_caller(request, agent)
+    sending = method_name in SEND_METHODS
+    if door.has_limits(agent):
+        await sync_to_async(door.check_limits)(agent, principal, len(body), sending)
     ex.stream_errors = method.streaming and ex.version == V03
-    extensions = check_extensions(request, agent, method_name)
+    extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
-                last_event_id(request))  # fmt: skip
+                door.last_event_id(request))  # fmt: skip
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
     if strings.may_hold_uncarriable(body):
         strings.check_params(params)
     result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
     if method.streaming:
-        return sse_response(result, ex.request_id, ex.version)
-    return rpc_response(ex.request_id, ex.version, render_result(method, result, ex.version, call))
+        return sse_response(result, jsonrpc_framing(ex.request_id, ex.version))
+    return rpc_response(ex.request_id, ex.version, render_result(method, result, ex.version))
 
 
-@csrf_exempt
-async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
-    if request.method != "POST":
-        response = JsonResponse(
-            {"error": {"code": 405, "message": "POST JSON-RPC here."}}, status=405
-        )
-        response["Allow"] = "POST"
-        return response
-    agent = cached_agent(slug)
-    if agent is False:
-        agent = await sync_to_async(find_agent)(slug)
-    if not isinstance(agent, Agent):
-        return json_not_found(f"No agent named {slug!r} is served here.")
+async def tenant_agent(params: dict[str, Any], version: str) -> Agent:
+    """The agent a shared-endpoint request names in `tenant` (a 1.0 field: 0.3 requests
+    cannot name one)."""
+    tenant = params.get("tenant") if version == V1 else None
+    if not isinstance(tenant, str) or not tenant:
+        raise invalid_params("tenant", "name the agent (its slug) this request is for")
+    agent = await door.agent_named(tenant)
+    if agent is None:
+        raise invalid_params("tenant", f"no agent named {tenant!r} is served here")
+    return agent
+
+
+def not_post() -> JsonResponse:
+    response = JsonResponse({"error": {"code": 405, "message": "POST JSON-RPC here."}}, status=405)
+    response["Allow"] = "POST"
+    return response
+
+
+async def answer(request: HttpRequest, agent: Agent | None) -> HttpResponseBase:
     ex = Exchange()
     try:
         return await handle(request, agent, ex)
     except AuthenticationRequired as exc:
-        return unauthorized(exc)
-    except Rejection as exc:
+        return door.unauthorized(exc)
+    except door.Rejection as exc:
         return rpc_response(None, ex.version, error=exc.error, status=exc.status)
     except limits.LimitExceeded as exc:
         response = rpc_response(ex.request_id, ex.version, error=exc.error, status=exc.status)
@@ -335,3 +220,21 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         return ex.failure(exc)
     except Exception as exc:
         return ex.failure(internal_error(exc))
+
+
+@csrf_exempt
+async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
+    if request.method != "POST":
+        return not_post()
+    agent = await door.agent_named(slug)
+    if agent is None:
+        return json_not_found(f"No agent named {slug!r} is served here.")
+    return await answer(request, agent)
+
+
+@csrf_exempt
+async def shared_endpoint(request: HttpRequest) -> HttpResponseBase:
+    """`/a2a/jsonrpc/`: every hosted agent behind one URL, chosen by `params.tenant`."""
+    if request.method != "POST":
+        return not_post()
+    return await answer(request, None)

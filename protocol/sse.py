@@ -1,15 +1,17 @@
-"""Server-sent events for the streaming methods: each event one JSON-RPC response frame.
+"""Server-sent events for the streaming methods of every binding.
 
 Frames of stored events carry `id: <sequence>` so a client can re-attach with Last-Event-ID;
 idle streams get a comment line now and then (the stream yields KEEP_ALIVE) so proxies keep
 them open. When the client goes away the stream's generator is closed, which releases its
-subscription.
+subscription. What a frame's `data:` holds is the binding's choice (a `Framing`): a JSON-RPC
+response per event, or the bare StreamResponse of HTTP+JSON.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -20,15 +22,37 @@ from protocol.handlers.streams import KEEP_ALIVE, PAUSE, StreamItem
 from tasks.wire import stream_event_json
 
 
+@dataclass(frozen=True)
+class Framing:
+    """How one binding writes a stream: an event's frame, and the frame of an error that ends
+    it. Both return whole frames (`id:`/`event:` lines included)."""
+
+    event: Callable[[int | None, dict[str, Any]], bytes]
+    error: Callable[[A2AError], bytes]
+
+
 def frame(request_id: Any, sequence: int | None, body: dict[str, Any]) -> bytes:
     message = jsonbytes.dumps({"jsonrpc": "2.0", "id": request_id, **body})
+    return data_frame(sequence, message)
+
+
+def data_frame(sequence: int | None, data: bytes, event: str = "") -> bytes:
     prefix = b"id: %d\n" % sequence if sequence is not None else b""
-    return prefix + b"data: " + message + b"\n\n"
+    if event:
+        prefix += b"event: " + event.encode() + b"\n"
+    return prefix + b"data: " + data + b"\n\n"
 
 
-async def frames(
-    items: AsyncIterator[StreamItem], request_id: Any, version: str
-) -> AsyncIterator[bytes]:
+def jsonrpc_framing(request_id: Any, version: str) -> Framing:
+    return Framing(
+        event=lambda sequence, event: frame(
+            request_id, sequence, {"result": stream_event_json(event, version)}
+        ),
+        error=lambda error: frame(request_id, None, {"error": error_object(error, version)}),
+    )
+
+
+async def frames(items: AsyncIterator[StreamItem], framing: Framing) -> AsyncIterator[bytes]:
     # The items' generator waits on its task's subscription alone, which also says when the
     # line has been quiet (KEEP_ALIVE): an event is framed the loop turn after it arrives.
     # Frames go out when the stream pauses (PAUSE), so a burst of events is one write.
@@ -43,14 +67,11 @@ async def frames(
                 pending.append(b": keep-alive\n\n")
             else:
                 sequence, event = item
-                result = {"result": stream_event_json(event, version)}
-                pending.append(frame(request_id, sequence, result))
+                pending.append(framing.event(sequence, event))
     except A2AError as exc:
-        pending.append(frame(request_id, None, {"error": error_object(exc, version)}))
+        pending.append(framing.error(exc))
     except Exception as exc:
-        pending.append(
-            frame(request_id, None, {"error": error_object(internal_error(exc), version)})
-        )
+        pending.append(framing.error(internal_error(exc)))
     finally:
         # Closing the items' generator where it waits releases what the stream held (its
         # subscription, say).
@@ -60,24 +81,22 @@ async def frames(
         yield b"".join(pending)
 
 
-def sse_response(
-    items: AsyncIterator[StreamItem], request_id: Any, version: str
-) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(
-        frames(items, request_id, version), content_type="text/event-stream"
-    )
+def event_stream(content: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
 
 
-def sse_error(request_id: Any, error: A2AError, version: str) -> StreamingHttpResponse:
+def sse_response(items: AsyncIterator[StreamItem], framing: Framing) -> StreamingHttpResponse:
+    return event_stream(frames(items, framing))
+
+
+def sse_error(error: A2AError, framing: Framing) -> StreamingHttpResponse:
     """A stream of one frame: the error, for clients that only read streams."""
-    body = frame(request_id, None, {"error": error_object(error, version)})
+    body = framing.error(error)
 
     async def single() -> AsyncIterator[bytes]:
         yield body
 
-    response = StreamingHttpResponse(single(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    return response
+    return event_stream(single())

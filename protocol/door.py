@@ -1,0 +1,161 @@
+"""What every A2A door checks before a handler runs, whatever the binding: the agent, the
+body's size and media type, the caller, the version, limits and extensions, and how a
+protocol message is read from JSON. JSON-RPC and HTTP+JSON differ only in where they find
+each of these and how they answer."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from a2a.utils.proto_utils import validate_proto_required_fields
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from google.protobuf.json_format import ParseDict, ParseError
+from google.protobuf.message import Message as ProtoMessage
+
+from a2ahub.errors import (
+    A2AError,
+    AuthenticationRequired,
+    ContentTypeNotSupportedError,
+    ExtensionSupportRequiredError,
+    InvalidRequestError,
+    VersionNotSupportedError,
+    invalid_params,
+)
+from agents.lookup import cached_agent, find_agent
+from agents.models import Agent
+from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
+from protocol import limits
+from tasks.wire import V03, V1
+
+SUPPORTED_VERSIONS = (V03, V1)
+
+
+class Rejection(Exception):
+    """A request refused before the protocol begins, with its own HTTP status."""
+
+    def __init__(self, status: int, error: A2AError) -> None:
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+
+
+async def agent_named(slug: str) -> Agent | None:
+    agent = cached_agent(slug)
+    if agent is False:
+        agent = await sync_to_async(find_agent)(slug)
+    return agent if isinstance(agent, Agent) else None
+
+
+def raw_version(request: HttpRequest) -> str:
+    return (request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or "").strip()
+
+
+def parse_version(raw: str, default: str = V03) -> str:
+    """`Major.Minor` of a version header; an empty one is `default` (0.3, the version of
+    clients that send none)."""
+    if not raw:
+        return default
+    version = ".".join(raw.split(".")[:2])
+    if version not in SUPPORTED_VERSIONS:
+        raise VersionNotSupportedError(
+            f"A2A version {raw!r} is not served here; use one of {', '.join(SUPPORTED_VERSIONS)}."
+        )
+    return version
+
+
+def too_large() -> Rejection:
+    limit = settings.A2A_MAX_REQUEST_BYTES
+    return Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
+
+
+def read_body(request: HttpRequest, media_hint: str) -> bytes:
+    """The body, once its declared size and media type pass (before anything is parsed)."""
+    declared = request.headers.get("Content-Length", "")
+    limit = settings.A2A_MAX_REQUEST_BYTES
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large()
+    media = (request.content_type or "").lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise Rejection(415, ContentTypeNotSupportedError(media_hint))
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise too_large() from None
+    if len(body) > limit:
+        raise too_large()
+    return body
+
+
+async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
+    # An open agent asked without credentials needs no database, so no thread hop either.
+    open_agent = not agent.security_schemes and not agent.security_requirements
+    if open_agent and DEFAULT_KEY_HEADER not in request.headers:
+        return ANONYMOUS
+    return await sync_to_async(authenticate)(request, agent)
+
+
+def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
+    """HTTP 401 before any protocol: a `google.rpc.Status` body, which both bindings read."""
+    response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                                       "message": exc.message}}, status=401)  # fmt: skip
+    response["WWW-Authenticate"] = exc.challenge
+    return response
+
+
+def has_limits(agent: Agent) -> bool:
+    return bool(agent.requests_per_minute or agent.max_concurrent_tasks or agent.max_message_bytes)
+
+
+def check_limits(agent: Agent, principal: Principal, size: int, sending: bool) -> None:
+    limits.check_size(agent, size)
+    limits.check_rate(agent, principal.id)
+    if sending:
+        limits.check_concurrency(agent)
+
+
+def check_extensions(request: HttpRequest, agent: Agent, sending: bool) -> frozenset[str]:
+    raw = request.headers.get("A2A-Extensions") or request.headers.get("X-A2A-Extensions") or ""
+    declared = frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
+    if sending:
+        for ext in agent.declared_extensions():
+            if ext.get("required") and ext.get("uri") not in declared:
+                raise ExtensionSupportRequiredError(
+                    f"This agent requires the extension {ext.get('uri')}; "
+                    "declare it in the A2A-Extensions header."
+                )
+    return declared
+
+
+def last_event_id(request: HttpRequest) -> int | None:
+    raw = request.headers.get("Last-Event-ID", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def parse_message(params: dict[str, Any], message: ProtoMessage) -> Any:
+    """A 1.0 request message from its JSON. Fields this version does not know are ignored;
+    bad values never are, and the error names the field."""
+    try:
+        ParseDict(params, message)
+    except ParseError as exc:
+        if "has no field named" not in str(exc):
+            raise invalid_params(failed_field(str(exc)), str(exc)) from None
+        message.Clear()
+        try:
+            ParseDict(params, message, ignore_unknown_fields=True)
+        except ParseError as again:
+            raise invalid_params(failed_field(str(again)), str(again)) from None
+    validate_proto_required_fields(message)
+    return message
+
+
+def failed_field(problem: str) -> str:
+    """The JSON name of the field a protobuf parse error names ("params" when none)."""
+    match = re.search(r"Failed to parse (\w+) field", problem)
+    if match is None:
+        return "params"
+    head, *rest = match.group(1).split("_")
+    return head + "".join(part.title() for part in rest)
