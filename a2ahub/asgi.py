@@ -1,16 +1,16 @@
 """ASGI entry point: Channels' protocol router, HTTP and WebSocket.
 
 HTTP is Django (static files included, so one process is a whole hub), except the A2A
-JSON-RPC endpoints, which skip Django's handler and the site's middleware (see
-`protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or messages, and under ASGI each
-of those costs thread hops on the hottest path. WebSocket routes (`a2ahub/routing.py`) sit
-behind the session's user and the allowed hosts, for the operators' live pages.
+endpoints (JSON-RPC and HTTP+JSON, per agent and shared), which skip Django's handler and
+the site's middleware (see `protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or
+messages, and under ASGI each of those costs thread hops on the hottest path. WebSocket
+routes (`a2ahub/routing.py`) sit behind the session's user and the allowed hosts, for the
+operators' live pages.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from django.core.asgi import get_asgi_application
@@ -29,16 +29,15 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from a2ahub.routing import routes  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
 
-A2A_ENDPOINT = re.compile(r"^/agents/[^/]+/jsonrpc/?$")
-
 site_application = (
     ASGIStaticFilesHandler(django_application) if settings.SERVE_STATIC else django_application
 )
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if A2A_ENDPOINT.match(scope.get("path", "")):
-        await rpc_asgi.serve(scope, receive, send)
+    door = rpc_asgi.endpoint_for(scope.get("path", ""))
+    if door is not None:
+        await rpc_asgi.serve(scope, receive, send, door)
     else:
         await site_application(scope, receive, send)
 

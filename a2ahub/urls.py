@@ -18,6 +18,7 @@ urlpatterns = [
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
     path("agents/", include("agents.urls")),
     path("agents/", include("protocol.urls")),
+    path("a2a/", include("protocol.shared_urls")),
     path("push/", include("push.urls")),
     path("dev/", include("developers.urls")),
 ]

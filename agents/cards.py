@@ -58,6 +58,10 @@ def jsonrpc_url(base_url: str, agent: Agent) -> str:
     return f"{agent_base_url(base_url, agent)}jsonrpc/"
 
 
+def rest_url(base_url: str, agent: Agent) -> str:
+    return f"{agent_base_url(base_url, agent)}rest/"
+
+
 def card_url(base_url: str, agent: Agent) -> str:
     return f"{agent_base_url(base_url, agent)}.well-known/agent-card.json"
 
@@ -67,9 +71,7 @@ def build_card(
 ) -> pb.AgentCard:
     """The agent's card as the 1.0 message; `skills` lets forms preview unsaved skills."""
     card = pb.AgentCard(name=agent.name, description=agent.description, version=agent.version)
-    url = jsonrpc_url(base_url, agent)
-    for version in ("1.0", "0.3"):
-        card.supported_interfaces.add(url=url, protocol_binding="JSONRPC", protocol_version=version)
+    add_interfaces(card, agent, base_url)
     if agent.provider_organization or agent.provider_url:
         card.provider.organization = agent.provider_organization
         card.provider.url = agent.provider_url
@@ -86,6 +88,25 @@ def build_card(
     chosen = agent.skills.all() if skills is None else skills
     card.skills.extend(build_skill(s) for s in chosen if extended or not s.extended_only)
     return card
+
+
+def add_interfaces(card: pb.AgentCard, agent: Agent, base_url: str) -> None:
+    """The agent's own doors, each binding in both versions, the first the one 0.3 clients
+    take (`url`); then the shared 1.0 doors with `tenant`, which the official client copies
+    into its requests (v1.0.1 8.3.2), so either way reaches this agent."""
+    for binding, url in (("JSONRPC", jsonrpc_url(base_url, agent)),
+                         ("HTTP+JSON", rest_url(base_url, agent))):  # fmt: skip
+        for version in ("1.0", "0.3"):
+            card.supported_interfaces.add(
+                url=url, protocol_binding=binding, protocol_version=version
+            )
+    for binding, path in (("JSONRPC", "jsonrpc"), ("HTTP+JSON", "rest")):
+        card.supported_interfaces.add(
+            url=f"{base_url}/a2a/{path}/",
+            protocol_binding=binding,
+            protocol_version="1.0",
+            tenant=agent.slug,
+        )
 
 
 def build_capabilities(agent: Agent) -> pb.AgentCapabilities:

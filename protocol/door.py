@@ -5,6 +5,8 @@ each of these and how they answer."""
 
 from __future__ import annotations
 
+import codecs
+import json
 import re
 from typing import Any
 
@@ -22,6 +24,7 @@ from a2ahub.errors import (
     ContentTypeNotSupportedError,
     ExtensionSupportRequiredError,
     InvalidRequestError,
+    JSONParseError,
     VersionNotSupportedError,
     invalid_params,
 )
@@ -88,6 +91,17 @@ def read_body(request: HttpRequest, media_hint: str) -> bytes:
     if len(body) > limit:
         raise too_large()
     return body
+
+
+def decode_json(body: bytes) -> Any:
+    try:
+        # Strict UTF-8, JSON's encoding (RFC 8259 8.1): json.loads(bytes) would let bytes that
+        # spell a surrogate through. A byte order mark is ignored, as json.loads did.
+        return json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+    except (ValueError, UnicodeDecodeError):
+        raise JSONParseError("The body is not valid JSON.") from None
+    except RecursionError:
+        raise JSONParseError("The body is nested too deeply.") from None
 
 
 async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:

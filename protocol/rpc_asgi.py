@@ -14,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import re
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
+from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, cast
 
@@ -26,8 +29,10 @@ from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 
 from a2ahub import asyncdb
-from a2ahub.errors import InvalidRequestError, internal_error
+from a2ahub.errors import A2AError, InvalidRequestError, internal_error
+from protocol import jsonrpc, rest
 from protocol.jsonrpc import answer_version, endpoint, rpc_response
+from tasks.wire import V03, V1
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +47,48 @@ class TooLarge(Exception):
     """The body passed the size limit while it arrived."""
 
 
-async def serve(scope: Scope, receive: Any, send: Any) -> None:
-    slug = scope["path"].split("/")[2]
+@dataclass(frozen=True)
+class Endpoint:
+    """One A2A door served here: its view, and how it refuses a body over the limit."""
+
+    view: Callable[..., Awaitable[HttpResponseBase]]
+    # Its answer to an error met before the view runs (or that escaped it), in its binding's
+    # shape; the status is the error's own when None.
+    refuse: Callable[[Scope, A2AError, int | None], HttpResponseBase]
+    kwargs: dict[str, str]
+
+
+def rpc_refusal(scope: Scope, error: A2AError, status: int | None) -> HttpResponseBase:
+    return rpc_response(None, header_version(scope), error=error, status=status or 200)
+
+
+def rest_refusal(scope: Scope, error: A2AError, status: int | None) -> HttpResponseBase:
+    return rest.rest_error(error, V03 if "/v1/" in scope["path"] else V1, status)
+
+
+ENDPOINTS = (
+    (re.compile(r"/agents/(?P<slug>[^/]+)/jsonrpc/?"), endpoint, rpc_refusal),
+    (re.compile(r"/agents/(?P<slug>[^/]+)/rest(?:/(?P<tail>.*))?"), rest.endpoint, rest_refusal),
+    (re.compile(r"/a2a/jsonrpc/?"), jsonrpc.shared_endpoint, rpc_refusal),
+    (
+        re.compile(r"/a2a/rest/(?P<tenant>[^/]+)(?:/(?P<tail>.*))?"),
+        rest.shared_endpoint,
+        rest_refusal,
+    ),
+)
+
+
+def endpoint_for(path: str) -> Endpoint | None:
+    """The A2A door at `path`, if one is there; every other path is the site's."""
+    for pattern, view, refuse in ENDPOINTS:
+        found = pattern.fullmatch(path)
+        if found is not None:
+            kwargs = {name: value for name, value in found.groupdict().items() if value}
+            return Endpoint(view, refuse, kwargs)
+    return None
+
+
+async def serve(scope: Scope, receive: Any, send: Any, door: Endpoint) -> None:
     try:
         body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES)
     except Disconnected:
@@ -51,12 +96,12 @@ async def serve(scope: Scope, receive: Any, send: Any) -> None:
     except TooLarge:
         limit = settings.A2A_MAX_REQUEST_BYTES
         error = InvalidRequestError(f"The request body is over {limit} bytes.")
-        await send_plain(rpc_response(None, header_version(scope), error=error, status=413), send)
+        await send_plain(door.refuse(scope, error, 413), send)
         return
     asyncdb.enabled.set(True)
     async with ThreadSensitiveContext() as context:
         try:
-            response = await respond(scope, body, slug)
+            response = await respond(scope, body, door)
         finally:
             if context in SyncToAsync.context_to_thread_executor:
                 await sync_to_async(close_old_connections)()
@@ -68,14 +113,13 @@ async def serve(scope: Scope, receive: Any, send: Any) -> None:
         await send_plain(response, send)
 
 
-async def respond(scope: Scope, body: bytes, slug: str) -> HttpResponseBase:
+async def respond(scope: Scope, body: bytes, door: Endpoint) -> HttpResponseBase:
     try:
-        return await endpoint(cast(HttpRequest, RpcRequest(scope, body)), slug)
+        return await door.view(cast(HttpRequest, RpcRequest(scope, body)), **door.kwargs)
     except Exception as exc:
-        # The view answers every A2A error itself; this is the last resort, and still a
-        # JSON-RPC answer (the id is not known here).
-        logger.error("the JSON-RPC endpoint of %s failed", slug)
-        return rpc_response(None, header_version(scope), error=internal_error(exc))
+        # The views answer every A2A error themselves; this is the last resort.
+        logger.error("the A2A endpoint at %s failed", scope["path"])
+        return door.refuse(scope, internal_error(exc), None)
 
 
 class Headers:

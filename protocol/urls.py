@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from protocol import jsonrpc
+from protocol import jsonrpc, rest
 
 urlpatterns = [
     # Both spellings: a POST must never meet an APPEND_SLASH redirect.
     path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
     path("<str:slug>/jsonrpc", jsonrpc.endpoint),
+    path("<str:slug>/rest/", rest.endpoint, name="agent-rest"),
+    path("<str:slug>/rest/<path:tail>", rest.endpoint),
 ]

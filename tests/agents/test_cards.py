@@ -52,9 +52,23 @@ def test_default_card_is_read_by_both_versions(
     assert legacy.preferred_transport == "JSONRPC"
     assert [s.id for s in legacy.skills] == ["alpha-skill-0", "alpha-skill-1"]
 
+    assert [(i.transport, i.url) for i in legacy.additional_interfaces or []] == [
+        ("HTTP+JSON", "http://testserver/agents/alpha/rest/")
+    ]
+
     current = parse_agent_card(document)
-    bindings = {(i.protocol_binding, i.protocol_version) for i in current.supported_interfaces}
-    assert bindings == {("JSONRPC", "1.0"), ("JSONRPC", "0.3")}
+    interfaces = [
+        (i.protocol_binding, i.protocol_version, i.url, i.tenant)
+        for i in current.supported_interfaces
+    ]
+    assert interfaces == [
+        ("JSONRPC", "1.0", "http://testserver/agents/alpha/jsonrpc/", ""),
+        ("JSONRPC", "0.3", "http://testserver/agents/alpha/jsonrpc/", ""),
+        ("HTTP+JSON", "1.0", "http://testserver/agents/alpha/rest/", ""),
+        ("HTTP+JSON", "0.3", "http://testserver/agents/alpha/rest/", ""),
+        ("JSONRPC", "1.0", "http://testserver/a2a/jsonrpc/", "alpha"),
+        ("HTTP+JSON", "1.0", "http://testserver/a2a/rest/", "alpha"),
+    ]
 
 
 def test_rich_card_keeps_every_field_in_both_shapes(agent_factory: Any, client: Client) -> None:
@@ -113,7 +127,10 @@ def test_urls_use_the_public_base_url_when_configured(
     agent_factory("public")
     document = get_card(client, "public").json()
     assert {i["url"] for i in document["supportedInterfaces"]} == {
-        "https://hub.example.com/agents/public/jsonrpc/"
+        "https://hub.example.com/agents/public/jsonrpc/",
+        "https://hub.example.com/agents/public/rest/",
+        "https://hub.example.com/a2a/jsonrpc/",
+        "https://hub.example.com/a2a/rest/",
     }
 
 

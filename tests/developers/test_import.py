@@ -318,8 +318,11 @@ def test_the_imported_agents_own_card_is_served_by_the_hub(
     card = client.get("/agents/weather/.well-known/agent-card.json").json()
     assert card["name"] == "Remote Weather"
     assert [skill["id"] for skill in card["skills"]] == ["forecast", "alerts"]
-    interface_urls = {i["url"] for i in card["supportedInterfaces"]}
-    assert interface_urls == {"http://testserver/agents/weather/jsonrpc/"}
+    own = {i["url"] for i in card["supportedInterfaces"] if not i.get("tenant")}
+    assert own == {
+        "http://testserver/agents/weather/jsonrpc/",
+        "http://testserver/agents/weather/rest/",
+    }
     assert not card.get("securitySchemes")
     assert card["capabilities"].get("pushNotifications", False) is False
 

@@ -1,7 +1,9 @@
-"""The official a2a-sdk client, pointed at one web process and pinned to one protocol version.
+"""The official a2a-sdk client, pointed at one web process and pinned to one protocol version
+and binding.
 
-The client reads the agent's card from that process and keeps only the JSON-RPC interface of
-the version under test, so its own factory picks the 1.0 transport or the 0.3 compat one.
+The client reads the agent's card from that process and keeps only the interface of the
+version and binding under test (the agent's own, or the shared one that names it by
+`tenant`), so its own factory picks the 1.0 transport or the 0.3 compat one.
 """
 
 from __future__ import annotations
@@ -32,18 +34,29 @@ TERMINAL = {
 
 
 @asynccontextmanager
-async def a2a_client(base: str, slug: str, version: str) -> AsyncIterator[Client]:
-    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
+async def a2a_client(
+    base: str,
+    slug: str,
+    version: str,
+    binding: str = "JSONRPC",
+    shared: bool = False,
+    streaming: bool = False,
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[Client]:
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT, headers=headers) as http:
         card = await A2ACardResolver(http, f"{base}/agents/{slug}").get_agent_card()
         pinned = [
             i
             for i in card.supported_interfaces
-            if i.protocol_binding == "JSONRPC" and i.protocol_version == version
-        ]
-        assert pinned, f"the card of {slug} offers no JSON-RPC interface for {version}"
+            if (i.protocol_binding, i.protocol_version) == (binding, version)
+            and bool(i.tenant) == shared
+        ][:1]
+        assert pinned, f"the card of {slug} offers no {binding} interface for {version}"
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(pinned)
-        config = ClientConfig(streaming=False, httpx_client=http)
+        config = ClientConfig(
+            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding]
+        )
         client = ClientFactory(config).create(card)
         try:
             yield client

@@ -1,0 +1,375 @@
+"""The HTTP+JSON (REST) binding of one agent, in both versions, in front of the same handlers
+as JSON-RPC.
+
+1.0 paths (`message:send`, `tasks/{id}`, ...) follow v1.0.1 §11: `application/a2a+json`
+answers, `google.rpc.Status` errors with an ErrorInfo and the v1.0.1 status codes,
+camelCase query parameters. The 0.3 paths (`v1/message:send`, `v1/card`, ...) carry the 0.3
+protobuf JSON. Streams are SSE whose `data:` is a bare StreamResponse, with the same event
+ids and `Last-Event-ID` replay as JSON-RPC. A path names its version: a 1.0 path asked
+without `A2A-Version` is served as 1.0, since no 0.3 operation lives there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, cast
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils import proto_utils
+from a2a.utils.error_handlers import build_rest_error_payload
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.csrf import csrf_exempt
+from google.protobuf.json_format import ParseError
+
+from a2ahub import jsonbytes
+from a2ahub.errors import (
+    A2AError,
+    AuthenticationRequired,
+    InvalidRequestError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+    internal_error,
+    invalid_params,
+)
+from agents.models import Agent
+from agents.views import public_base_url
+from protocol import door, limits, rest_v03, strings
+from protocol.calls import Call
+from protocol.method_table import V1_METHODS, Method, resolve
+from protocol.results import v1_result
+from protocol.sse import Framing, data_frame, sse_response
+from tasks.wire import V03, V1
+
+MEDIA_TYPE = "application/a2a+json"
+TASK = r"tasks/(?P<task>[^/:]+)"
+CONFIG = r"(?P<config>[^/:]+)"
+
+
+@dataclass(frozen=True)
+class Found:
+    """A matched request: its path's parts and its body's JSON (empty when it has none)."""
+
+    request: HttpRequest
+    path: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def task(self) -> str:
+        return self.path["task"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str  # its 1.0 JSON-RPC name: the handler and request type behind it
+    build: Callable[[Found], Any]
+    render: Callable[[Any], Any] | None = None  # None: the 1.0 JSON of the result
+    has_body: bool = False
+
+    @property
+    def entry(self) -> Method:
+        return V1_METHODS[self.method]
+
+
+@dataclass(frozen=True)
+class Route:
+    pattern: re.Pattern[str]
+    version: str
+    verbs: dict[str, Operation]
+
+
+def query(found: Found, message: Any) -> Any:
+    try:
+        proto_utils.parse_params(cast(Any, found.request.GET), message)
+    except ParseError as exc:
+        raise invalid_params(door.failed_field(str(exc)), str(exc)) from None
+    return message
+
+
+def body(found: Found, message: Any) -> Any:
+    return door.parse_message(found.body, message)
+
+
+def get_task(found: Found) -> pb.GetTaskRequest:
+    request = query(found, pb.GetTaskRequest())
+    request.id = found.task
+    return request
+
+
+def push_config(found: Found) -> pb.TaskPushNotificationConfig:
+    config = body(found, pb.TaskPushNotificationConfig())
+    config.task_id = found.task
+    return config
+
+
+def list_configs(found: Found) -> pb.ListTaskPushNotificationConfigsRequest:
+    request = query(found, pb.ListTaskPushNotificationConfigsRequest())
+    request.task_id = found.task
+    return request
+
+
+def config_of(found: Found, message: Any) -> Any:
+    message.task_id, message.id = found.task, found.path["config"]
+    return message
+
+
+def route(path: str, version: str, **verbs: Operation) -> Route:
+    return Route(re.compile(path), version, verbs)
+
+
+SEND = Operation("SendMessage", lambda f: body(f, pb.SendMessageRequest()), has_body=True)
+STREAM = Operation(
+    "SendStreamingMessage", lambda f: body(f, pb.SendMessageRequest()), has_body=True
+)
+SUBSCRIBE = Operation("SubscribeToTask", lambda f: pb.SubscribeToTaskRequest(id=f.task))
+CANCEL = Operation("CancelTask", lambda f: pb.CancelTaskRequest(id=f.task))
+
+V1_ROUTES = (
+    route("message:send", V1, POST=SEND),
+    route("message:stream", V1, POST=STREAM),
+    route("tasks", V1, GET=Operation("ListTasks", lambda f: query(f, pb.ListTasksRequest()))),
+    route(TASK, V1, GET=Operation("GetTask", get_task)),
+    route(f"{TASK}:cancel", V1, POST=CANCEL),
+    # Both verbs: the spec's text says POST, its proto GET (A2A issue #1574).
+    route(f"{TASK}:subscribe", V1, GET=SUBSCRIBE, POST=SUBSCRIBE),
+    route(
+        f"{TASK}/pushNotificationConfigs",
+        V1,
+        POST=Operation("CreateTaskPushNotificationConfig", push_config, has_body=True),
+        GET=Operation("ListTaskPushNotificationConfigs", list_configs),
+    ),
+    route(
+        f"{TASK}/pushNotificationConfigs/{CONFIG}",
+        V1,
+        GET=Operation(
+            "GetTaskPushNotificationConfig",
+            lambda f: config_of(f, pb.GetTaskPushNotificationConfigRequest()),
+        ),
+        DELETE=Operation(
+            "DeleteTaskPushNotificationConfig",
+            lambda f: config_of(f, pb.DeleteTaskPushNotificationConfigRequest()),
+        ),
+    ),
+    route(
+        "extendedAgentCard",
+        V1,
+        GET=Operation("GetExtendedAgentCard", lambda f: pb.GetExtendedAgentCardRequest()),
+    ),
+)
+
+
+def v03_get_task(found: Found) -> pb.GetTaskRequest:
+    request = pb.GetTaskRequest(id=found.task)
+    raw = found.request.GET.get("historyLength", "")
+    if raw:
+        if not raw.isdigit():
+            raise invalid_params("historyLength", "must be a whole number")
+        request.history_length = int(raw)
+    return request
+
+
+V03_SUBSCRIBE = Operation("SubscribeToTask", SUBSCRIBE.build)
+V03_ROUTES = (
+    route("v1/message:send", V03, POST=Operation(
+        "SendMessage", lambda f: rest_v03.send_in(f.body), rest_v03.send_out, has_body=True)),
+    route("v1/message:stream", V03, POST=Operation(
+        "SendStreamingMessage", lambda f: rest_v03.send_in(f.body), has_body=True)),
+    route(f"v1/{TASK}", V03, GET=Operation("GetTask", v03_get_task, rest_v03.task_out)),
+    route(f"v1/{TASK}:cancel", V03, POST=Operation("CancelTask", CANCEL.build, rest_v03.task_out)),
+    route(f"v1/{TASK}:subscribe", V03, GET=V03_SUBSCRIBE, POST=V03_SUBSCRIBE),
+    route(
+        f"v1/{TASK}/pushNotificationConfigs",
+        V03,
+        POST=Operation(
+            "CreateTaskPushNotificationConfig",
+            lambda f: rest_v03.push_set_in(f.body, f.task),
+            rest_v03.push_config_out,
+            has_body=True,
+        ),
+        GET=Operation("ListTaskPushNotificationConfigs", list_configs, rest_v03.push_list_out),
+    ),
+    route(
+        f"v1/{TASK}/pushNotificationConfigs/{CONFIG}",
+        V03,
+        GET=Operation(
+            "GetTaskPushNotificationConfig",
+            lambda f: config_of(f, pb.GetTaskPushNotificationConfigRequest()),
+            rest_v03.push_config_out,
+        ),
+        DELETE=Operation(
+            "DeleteTaskPushNotificationConfig",
+            lambda f: config_of(f, pb.DeleteTaskPushNotificationConfigRequest()),
+            lambda result: {},
+        ),
+    ),
+    route("v1/card", V03, GET=Operation(
+        "GetExtendedAgentCard", lambda f: pb.GetExtendedAgentCardRequest(), rest_v03.card_out)),
+)  # fmt: skip
+
+ROUTES = V1_ROUTES + V03_ROUTES
+SENDING = {"SendMessage", "SendStreamingMessage"}
+
+
+class NoRoute(Exception):
+    def __init__(self, status: int, message: str, allow: str = "") -> None:
+        super().__init__(message)
+        self.status, self.message, self.allow = status, message, allow
+
+
+def match(verb: str, tail: str) -> tuple[Route, Operation, dict[str, str]]:
+    tail = tail.strip("/")
+    for candidate in ROUTES:
+        found = candidate.pattern.fullmatch(tail)
+        if found is None:
+            continue
+        operation = candidate.verbs.get(verb)
+        if operation is None:
+            raise NoRoute(405, f"{verb} is not allowed here.", ", ".join(candidate.verbs))
+        return candidate, operation, found.groupdict()
+    raise NoRoute(404, f"No A2A operation at {tail!r}.")
+
+
+def version_of(request: HttpRequest, route_version: str) -> str:
+    version = door.parse_version(door.raw_version(request), default=route_version)
+    if version != route_version:
+        where = "the /v1/ paths" if version == V03 else "the paths without /v1/"
+        raise VersionNotSupportedError(f"A2A {version} over HTTP+JSON is served at {where}.")
+    return version
+
+
+def rest_error(error: A2AError, version: str, status: int | None = None) -> JsonResponse:
+    payload = build_rest_error_payload(error)
+    if status is not None:
+        payload["error"]["code"] = status
+    if version == V03:
+        payload |= rest_v03.error_fields(error)
+    return json_answer(payload, payload["error"]["code"])
+
+
+def json_answer(content: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(
+        content,
+        status=status,
+        safe=False,
+        content_type=MEDIA_TYPE,
+        json_dumps_params={"ensure_ascii": False},
+    )
+
+
+def stream_framing(version: str) -> Framing:
+    def event(sequence: int | None, body: dict[str, Any]) -> bytes:
+        shaped = body if version == V1 else rest_v03.stream_event_out(body)
+        return data_frame(sequence, jsonbytes.dumps(shaped))
+
+    def error(exc: A2AError) -> bytes:
+        payload = build_rest_error_payload(exc)
+        if version == V03:
+            payload |= rest_v03.error_fields(exc)
+        return data_frame(None, jsonbytes.dumps(payload), event="error")
+
+    return Framing(event, error)
+
+
+def json_object(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    content = door.decode_json(raw)
+    if not isinstance(content, dict):
+        raise InvalidRequestError("The body must be a JSON object.")
+    return content
+
+
+def check_strings(found: Found, raw: bytes) -> None:
+    if strings.may_hold_uncarriable(raw):
+        strings.check_params(found.body)
+    texts = {**found.path, **found.request.GET.dict()}
+    if any("\x00" in text or not strings.is_unicode(text) for text in texts.values()):
+        strings.check_params(texts)
+
+
+@dataclass
+class Exchange:
+    version: str = V1
+
+
+async def handle(
+    request: HttpRequest, agent: Agent | None, tail: str, ex: Exchange, tenant: str = ""
+) -> HttpResponseBase:
+    if agent is None:
+        agent = await door.agent_named(tenant)
+        if agent is None:
+            raise invalid_params("tenant", f"no agent named {tenant!r} is served here")
+    found_route, operation, path = match(request.method or "GET", tail)
+    ex.version = found_route.version
+    ex.version = version_of(request, found_route.version)
+    raw = (
+        door.read_body(request, f"Send {MEDIA_TYPE} or application/json.")
+        if (operation.has_body)
+        else b""
+    )
+    principal = await door.authenticate_caller(request, agent)
+    content = json_object(raw)
+    sending = operation.method in SENDING
+    if door.has_limits(agent):
+        await sync_to_async(door.check_limits)(agent, principal, len(raw), sending)
+    extensions = door.check_extensions(request, agent, sending)
+    call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
+                door.last_event_id(request))  # fmt: skip
+    method = operation.entry
+    if method.streaming and not agent.streaming:
+        raise UnsupportedOperationError("This agent does not stream.")
+    found = Found(request, path, content)
+    check_strings(found, raw)
+    result = await resolve(method.handler)(call, operation.build(found))
+    if method.streaming:
+        return sse_response(result, stream_framing(ex.version))
+    render = operation.render or partial(v1_result, method)
+    return json_answer(render(result))
+
+
+async def answer(
+    request: HttpRequest, agent: Agent | None, tail: str, tenant: str = ""
+) -> HttpResponseBase:
+    ex = Exchange(V03 if tail.lstrip("/").startswith("v1/") else V1)
+    try:
+        return await handle(request, agent, tail, ex, tenant)
+    except NoRoute as exc:
+        response = json_answer(
+            {"error": {"code": exc.status, "status": "NOT_FOUND" if exc.status == 404
+                       else "UNIMPLEMENTED", "message": exc.message}}, exc.status,
+        )  # fmt: skip
+        if exc.allow:
+            response["Allow"] = exc.allow
+        return response
+    except AuthenticationRequired as exc:
+        return door.unauthorized(exc)
+    except door.Rejection as exc:
+        return rest_error(exc.error, ex.version, exc.status)
+    except limits.LimitExceeded as exc:
+        response = rest_error(exc.error, ex.version, exc.status)
+        if exc.retry_after is not None:
+            response["Retry-After"] = str(exc.retry_after)
+        return response
+    except A2AError as exc:
+        return rest_error(exc, ex.version)
+    except Exception as exc:
+        return rest_error(internal_error(exc), ex.version)
+
+
+@csrf_exempt
+async def endpoint(request: HttpRequest, slug: str, tail: str = "") -> HttpResponseBase:
+    agent = await door.agent_named(slug)
+    if agent is None:
+        error = {"code": 404, "status": "NOT_FOUND", "message": f"No agent named {slug!r}."}
+        return json_answer({"error": error}, 404)
+    return await answer(request, agent, tail)
+
+
+@csrf_exempt
+async def shared_endpoint(request: HttpRequest, tenant: str, tail: str = "") -> HttpResponseBase:
+    """`/a2a/rest/{tenant}/...`: every hosted agent behind one base, chosen by the path."""
+    return await answer(request, None, tail, tenant)

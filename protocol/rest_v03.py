@@ -1,0 +1,105 @@
+"""The 0.3 HTTP+JSON shapes: the 0.3 protobuf JSON (`a2a_v0_3.proto`) the 0.3 REST paths
+(`/v1/...`) carry, turned into the 1.0 requests the handlers take and back, through the
+SDK's 0.3 converters. The 0.3 JSON-RPC adapter (`protocol.v03`) validates what is left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import proto_utils as v03_proto
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.message import Message as ProtoMessage
+
+from a2ahub.errors import A2AError, invalid_params
+from agents import cards
+from protocol.door import failed_field
+from protocol.v03 import PARAMS_IN
+from tasks.wire import ENDING_STATES, PB_TO_STATE
+
+
+def parsed(body: dict[str, Any], message: ProtoMessage) -> Any:
+    try:
+        return ParseDict(body, message, ignore_unknown_fields=True)
+    except ParseError as exc:
+        raise invalid_params(failed_field(str(exc)), str(exc)) from None
+
+
+def send_in(body: dict[str, Any]) -> pb.SendMessageRequest:
+    request = parsed(body, pb03.SendMessageRequest())
+    if not request.HasField("request"):
+        raise invalid_params("request", "a message is required")
+    params = v03_proto.FromProto.message_send_params(request)
+    return PARAMS_IN["send"](params.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def push_set_in(body: dict[str, Any], task_id: str) -> pb.TaskPushNotificationConfig:
+    request = parsed(body, pb03.CreateTaskPushNotificationConfigRequest())
+    # The task is the path's; a body's `parent` may be missing or name another.
+    request.parent = f"tasks/{task_id}"
+    compat = v03_proto.FromProto.task_push_notification_config_request(request)
+    return conversions.to_core_task_push_notification_config(compat)
+
+
+def as_dict(message: ProtoMessage) -> dict[str, Any]:
+    return MessageToDict(message)
+
+
+def send_out(result: pb.Task | pb.Message) -> dict[str, Any]:
+    if isinstance(result, pb.Task):
+        compat: Any = conversions.to_compat_task(result)
+    else:
+        compat = conversions.to_compat_message(result)
+    return as_dict(v03_proto.ToProto.task_or_message(compat))
+
+
+def task_out(task: pb.Task) -> dict[str, Any]:
+    return as_dict(v03_proto.ToProto.task(conversions.to_compat_task(task)))
+
+
+def push_config_out(config: pb.TaskPushNotificationConfig) -> dict[str, Any]:
+    compat = conversions.to_compat_task_push_notification_config(config)
+    return as_dict(v03_proto.ToProto.task_push_notification_config(compat))
+
+
+def push_list_out(result: pb.ListTaskPushNotificationConfigsResponse) -> dict[str, Any]:
+    configs = [
+        v03_proto.ToProto.task_push_notification_config(
+            conversions.to_compat_task_push_notification_config(config)
+        )
+        for config in result.configs
+    ]
+    return as_dict(pb03.ListTaskPushNotificationConfigResponse(configs=configs))
+
+
+def card_out(card: pb.AgentCard) -> dict[str, Any]:
+    return cards.card_document(card, cards.UNION)
+
+
+def stream_event_out(event: dict[str, Any]) -> dict[str, Any]:
+    """A stored 1.0 StreamResponse as the 0.3 protobuf StreamResponse."""
+    response = ParseDict(event, pb.StreamResponse())
+    which = response.WhichOneof("payload")
+    compat: Any
+    if which == "task":
+        compat = conversions.to_compat_task(response.task)
+    elif which == "message":
+        compat = conversions.to_compat_message(response.message)
+    elif which == "artifact_update":
+        compat = conversions.to_compat_task_artifact_update_event(response.artifact_update)
+    else:
+        compat = conversions.to_compat_task_status_update_event(response.status_update)
+        # A 0.3 stream also ends on an interrupted task, so its last event says so.
+        compat.final = PB_TO_STATE.get(response.status_update.status.state) in ENDING_STATES
+    return as_dict(v03_proto.ToProto.stream_response(compat))
+
+
+def error_fields(error: A2AError) -> dict[str, Any]:
+    """What the 0.3 REST clients read of an error, beside the `google.rpc.Status`."""
+    # The SDK's 0.3 REST client maps `type` back to the error class of that name.
+    if type(error) not in JSON_RPC_ERROR_CODE_MAP:
+        return {}
+    return {"type": type(error).__name__, "message": error.message}
