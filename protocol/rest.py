@@ -31,6 +31,7 @@ from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
     InvalidRequestError,
+    JSONParseError,
     UnsupportedOperationError,
     VersionNotSupportedError,
     internal_error,
@@ -277,7 +278,12 @@ def stream_framing(version: str) -> Framing:
 def json_object(raw: bytes) -> dict[str, Any]:
     if not raw:
         return {}
-    content = door.decode_json(raw)
+    try:
+        content = door.decode_json(raw)
+    except JSONParseError as exc:
+        # HTTP+JSON has no parse-error code of its own: a body that is not JSON is a bad
+        # request (400 INVALID_REQUEST), as in the SDK's server.
+        raise InvalidRequestError(exc.message) from None
     if not isinstance(content, dict):
         raise InvalidRequestError("The body must be a JSON object.")
     return content
