@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -25,6 +26,25 @@ from a2a.types import (
 )
 
 HTTP_TIMEOUT = 45.0
+
+
+class Door(NamedTuple):
+    """One way in: a protocol version, a binding, and whether through the agent's own URL or
+    the shared one that names it by `tenant`."""
+
+    version: str
+    binding: str = "JSONRPC"
+    shared: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.binding}-{self.version}" + ("-tenant" if self.shared else "")
+
+
+# Every door of a hosted agent (the shared ones are 1.0 only: `tenant` is a 1.0 field).
+DOORS = [
+    Door("1.0"), Door("0.3"), Door("1.0", "HTTP+JSON"), Door("0.3", "HTTP+JSON"),
+    Door("1.0", shared=True), Door("1.0", "HTTP+JSON", shared=True),
+]  # fmt: skip
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_CANCELED,

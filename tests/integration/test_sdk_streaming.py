@@ -1,47 +1,22 @@
-"""The official a2a-sdk client streams from the distributed hub with its 1.0 transport and with
-its 0.3 compat transport: a streamed send, and a resubscription (through the other web process)
-to a task that is still running."""
+"""The official a2a-sdk client streams from the distributed hub through every door (its 1.0
+transports and its 0.3 compat ones, JSON-RPC and HTTP+JSON, own and shared URLs): a streamed
+send, and a resubscription (through the other web process) to a task that is still running."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-import httpx
 import pytest
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import SendMessageRequest, StreamResponse, SubscribeToTaskRequest, TaskState
 
 from tests.factories.messages import user_message
-from tests.factories.versions import VERSIONS
-from tests.integration.clients import HTTP_TIMEOUT, a2a_client, send
+from tests.integration.clients import DOORS, Door, a2a_client, send
 from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
-both_versions = pytest.mark.parametrize("version", VERSIONS)
+every_door = pytest.mark.parametrize("door", DOORS, ids=str)
 STREAM_TIMEOUT = 20.0
-
-
-@asynccontextmanager
-async def streaming_client(base: str, slug: str, version: str) -> AsyncIterator[Client]:
-    """The SDK's own client for the agent's card, keeping only the JSON-RPC interface of
-    `version`, with streaming on."""
-    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
-        card = await A2ACardResolver(http, f"{base}/agents/{slug}").get_agent_card()
-        assert card.capabilities.streaming
-        pinned = [
-            i
-            for i in card.supported_interfaces
-            if i.protocol_binding == "JSONRPC" and i.protocol_version == version
-        ]
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(pinned)
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        try:
-            yield client
-        finally:
-            await client.close()
 
 
 async def collect(events: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
@@ -69,10 +44,10 @@ def last_state(events: list[StreamResponse]) -> int:
     return updates[-1]
 
 
-@both_versions
-def test_the_official_client_streams_a_message(hub: Hub, version: str) -> None:
+@every_door
+def test_the_official_client_streams_a_message(hub: Hub, door: Door) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with streaming_client(hub.web_a, "writer", version) as client:
+        async with a2a_client(hub.web_a, "writer", *door, streaming=True) as client:
             request = SendMessageRequest(message=user_message("lighthouses"))
             return await collect(client.send_message(request))
 
@@ -87,12 +62,12 @@ def test_the_official_client_streams_a_message(hub: Hub, version: str) -> None:
     assert essay_chunks(events).startswith("On lighthouses.\n\n")
 
 
-@both_versions
-def test_the_official_client_resubscribes_to_a_running_task(hub: Hub, version: str) -> None:
+@every_door
+def test_the_official_client_resubscribes_to_a_running_task(hub: Hub, door: Door) -> None:
     async def scenario() -> tuple[str, list[StreamResponse]]:
         async with (
-            a2a_client(hub.web_a, "slow", version) as sender,
-            streaming_client(hub.web_b, "slow", version) as follower,
+            a2a_client(hub.web_a, "slow", *door) as sender,
+            a2a_client(hub.web_b, "slow", *door, streaming=True) as follower,
         ):
             task = await send(sender, user_message("2"), immediately=True)
             events = await collect(follower.subscribe(SubscribeToTaskRequest(id=task.id)))
