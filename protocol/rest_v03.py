@@ -4,6 +4,7 @@ SDK's 0.3 converters. The 0.3 JSON-RPC adapter (`protocol.v03`) validates what i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
@@ -28,11 +29,20 @@ def parsed(body: dict[str, Any], message: ProtoMessage) -> Any:
         raise invalid_params(failed_field(str(exc)), str(exc)) from None
 
 
+def converted(field: str, convert: Callable[[], Any]) -> Any:
+    """The SDK's 0.3 converters refuse what they cannot read with ValueError (a part with
+    no content, say): that is the client's mistake, named as such."""
+    try:
+        return convert()
+    except (ValueError, TypeError, KeyError) as exc:
+        raise invalid_params(field, str(exc) or type(exc).__name__) from None
+
+
 def send_in(body: dict[str, Any]) -> pb.SendMessageRequest:
     request = parsed(body, pb03.SendMessageRequest())
     if not request.HasField("request"):
         raise invalid_params("request", "a message is required")
-    params = v03_proto.FromProto.message_send_params(request)
+    params = converted("request", lambda: v03_proto.FromProto.message_send_params(request))
     return PARAMS_IN["send"](params.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
@@ -40,8 +50,10 @@ def push_set_in(body: dict[str, Any], task_id: str) -> pb.TaskPushNotificationCo
     request = parsed(body, pb03.CreateTaskPushNotificationConfigRequest())
     # The task is the path's; a body's `parent` may be missing or name another.
     request.parent = f"tasks/{task_id}"
-    compat = v03_proto.FromProto.task_push_notification_config_request(request)
-    return conversions.to_core_task_push_notification_config(compat)
+    compat = converted(
+        "config", lambda: v03_proto.FromProto.task_push_notification_config_request(request)
+    )
+    return converted("config", lambda: conversions.to_core_task_push_notification_config(compat))
 
 
 def as_dict(message: ProtoMessage) -> dict[str, Any]:

@@ -68,10 +68,14 @@ def rest_refusal(scope: Scope, error: A2AError, status: int | None) -> HttpRespo
 
 ENDPOINTS = (
     (re.compile(r"/agents/(?P<slug>[^/]+)/jsonrpc/?"), endpoint, rpc_refusal),
-    (re.compile(r"/agents/(?P<slug>[^/]+)/rest(?:/(?P<tail>.*))?"), rest.endpoint, rest_refusal),
+    (
+        re.compile(r"/agents/(?P<slug>[^/]+)/rest(?:/(?P<tail>.*))?", re.DOTALL),
+        rest.endpoint,
+        rest_refusal,
+    ),
     (re.compile(r"/a2a/jsonrpc/?"), jsonrpc.shared_endpoint, rpc_refusal),
     (
-        re.compile(r"/a2a/rest/(?P<tenant>[^/]+)(?:/(?P<tail>.*))?"),
+        re.compile(r"/a2a/rest/(?P<tenant>[^/]+)(?:/(?P<tail>.*))?", re.DOTALL),
         rest.shared_endpoint,
         rest_refusal,
     ),

@@ -3,7 +3,7 @@ named by the 1.0 `tenant` (in the params for JSON-RPC, in the path for HTTP+JSON
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from protocol import jsonrpc, rest
 
@@ -13,5 +13,5 @@ urlpatterns = [
     path("rest/", rest.shared_endpoint, {"tenant": ""}, name="shared-rest"),
     path("rest/<str:tenant>", rest.shared_endpoint),
     path("rest/<str:tenant>/", rest.shared_endpoint),
-    path("rest/<str:tenant>/<path:tail>", rest.shared_endpoint),
+    re_path(r"^rest/(?P<tenant>[^/]+)/(?P<tail>(?s:.+))$", rest.shared_endpoint),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from protocol import jsonrpc, rest
 
@@ -11,5 +11,6 @@ urlpatterns = [
     path("<str:slug>/jsonrpc/", jsonrpc.endpoint, name="agent-jsonrpc"),
     path("<str:slug>/jsonrpc", jsonrpc.endpoint),
     path("<str:slug>/rest/", rest.endpoint, name="agent-rest"),
-    path("<str:slug>/rest/<path:tail>", rest.endpoint),
+    # Any tail, line breaks included: a path the binding does not know gets its JSON 404.
+    re_path(r"^(?P<slug>[^/]+)/rest/(?P<tail>(?s:.+))$", rest.endpoint),
 ]

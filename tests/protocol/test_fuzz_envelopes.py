@@ -23,13 +23,13 @@ from tasks.models import Task, TaskEvent
 from tests.factories.agents import KEY_HEADER, SECURED, make_agent
 from tests.factories.envelopes import sample, url
 from tests.factories.versions import V03, V1
+from tests.fuzzing import json_values, mutate
 
 pytestmark = pytest.mark.django_db
 
 # The codes of JSON-RPC 2.0 and of both A2A versions; -32603 (internal error) is not here.
 SPEC_CODES = {-32700, -32600, -32601, -32602} | set(range(-32009, -32000))
 SECRET = "fuzz-secret-token-6d1e"  # a push config's token and credentials
-NASTY = ["\x00", "\ud800", "\udfff", "a\x00b", "\ud83d", "\U0001f600", "", " ", "é" * 300]
 
 push_config = {"url": "https://example.com/hook", "token": SECRET,
                "authentication": {"scheme": "Bearer", "credentials": SECRET}}  # fmt: skip
@@ -46,79 +46,11 @@ SEEDS: list[tuple[str, dict[str, Any]]] = [
            "params": {"id": "t-1"}}),
 ]  # fmt: skip
 
-strings = st.one_of(st.text(max_size=40), st.sampled_from(NASTY))
-scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False), strings,
-)  # fmt: skip
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(strings, inner, max_size=4)
-    ),
-    max_leaves=12,
-)
-
-
-def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON document, the root included."""
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += paths(item, (*prefix, index))
-    return found
-
-
-def copy_and_parent(document: Any, path: tuple[Any, ...]) -> tuple[Any, Any]:
-    """A deep copy of `document` and, in it, the container of the place `path` names."""
-    copy = json.loads(json.dumps(document))
-    return copy, _at(copy, path[:-1])
-
-
-def replaced(document: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    copy, parent = copy_and_parent(document, path)
-    parent[path[-1]] = new
-    return copy
-
-
-def without(document: Any, path: tuple[Any, ...]) -> Any:
-    if not path:
-        return document
-    copy, parent = copy_and_parent(document, path)
-    del parent[path[-1]]
-    return copy
-
 
 @st.composite
 def mutated_requests(draw: st.DrawFn) -> tuple[str, Any]:
     version, seed = draw(st.sampled_from(SEEDS))
-    document: Any = seed
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        places = paths(document)
-        place = draw(st.sampled_from(places))
-        action = draw(st.sampled_from(["replace", "replace", "drop", "add", "nasty"]))
-        if action == "replace":
-            document = replaced(document, place, draw(json_values))
-        elif action == "drop":
-            document = without(document, place)
-        elif action == "add" and isinstance(_at(document, place), dict):
-            document = replaced(
-                document, (*place, draw(strings)), draw(json_values)
-            )  # fmt: skip
-        elif action == "nasty":
-            document = replaced(document, place, draw(st.sampled_from(NASTY)))
-    return version, document
-
-
-def _at(document: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        document = document[step]
-    return document
+    return version, mutate(draw, seed)
 
 
 @pytest.fixture
