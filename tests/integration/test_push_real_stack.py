@@ -28,7 +28,7 @@ from tests.integration.stack import (
     release_redis_database,
     start_all,
 )
-from tests.push.receiver import Behaviour, Received, Receiver
+from tests.push.receiver import Behaviour, Received, Receiver, verified_claims
 
 pytestmark = pytest.mark.integration
 
@@ -167,3 +167,53 @@ def test_a_worker_killed_mid_delivery_does_not_lose_the_delivery(
     assert sequences(hub, task_id, later) == list(range(1, len(rows) + 1))
     assert in_flight.body == later[0].body
     assert rows[0][3] >= 2  # the attempt that died with its worker, and the one that succeeded
+
+
+REST_SENDS = {
+    "1.0": (
+        "/agents/tck/rest/message:send",
+        {"A2A-Version": "1.0"},
+        lambda url, mid: {
+            "message": {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "rest"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": url, "token": TOKEN}},
+        },
+    ),
+    "0.3": (
+        "/agents/tck/rest/v1/message:send",
+        {},
+        lambda url, mid: {
+            "request": {"messageId": mid, "role": "ROLE_USER", "content": [{"text": "rest"}]},
+            "configuration": {"pushNotification": {"url": url, "token": TOKEN}},
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_a_webhook_set_over_http_json_arrives_signed_and_in_order(
+    hub: Hub, receiver_for: Any, version: str
+) -> None:
+    """The HTTP+JSON binding (both versions) takes an inline push config as JSON-RPC does:
+    every event of the task reaches the receiver once, in order, signed with the hub's keys,
+    in the shape of the version that set it up."""
+    receiver = receiver_for(Behaviour())
+    path, headers, body = REST_SENDS[version]
+    message_id = f"tck-stream-001-{uuid.uuid4().hex}"
+    response = httpx.post(
+        f"{hub.web_a}{path}", json=body(receiver.url, message_id), headers=headers, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    task_id = response.json()["task"]["id"]
+
+    rows = wait_until_all_delivered(hub, task_id, 30)
+    got = receiver.wait_for(len(rows))
+    jwks = httpx.get(f"{hub.web_b}/.well-known/jwks.json", timeout=10).json()
+
+    assert len(rows) >= 4 and sequences(hub, task_id, got) == list(range(1, len(rows) + 1))
+    for request in got:
+        claims = verified_claims(request.header("A2A-Push-Signature"), request.body, jwks)
+        assert claims["task_id"] == task_id
+    if version == "1.0":
+        assert "task" in got[0].json() and "statusUpdate" in got[-1].json()
+    else:
+        assert {r.json()["kind"] for r in got} == {"task"}

@@ -1,14 +1,18 @@
 """A webhook receiver: an HTTP server on 127.0.0.1 in a thread that records every request and
-answers as its `Behaviour` says (the push tests' and the real stack's stand-in for a client)."""
+answers as its `Behaviour` says (the push tests' and the real stack's stand-in for a client),
+and the check a receiver makes of a delivery's signature."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from jwcrypto import jwk, jwt
 
 WAIT_SECONDS = 10.0
 
@@ -133,3 +137,13 @@ class Receiver:
         """True when no request beyond `count` arrives within `seconds`."""
         with self.lock:
             return not self.lock.wait_for(lambda: len(self.requests) > count, timeout=seconds)
+
+
+def verified_claims(token: str, body: bytes, jwks: dict[str, Any]) -> dict[str, Any]:
+    """What a receiver does: check the signature with the published keys, then the body."""
+    keyset = jwk.JWKSet.from_json(json.dumps(jwks))
+    checked = jwt.JWT(jwt=token, key=keyset, algs=["ES256"])
+    claims: dict[str, Any] = json.loads(checked.claims)
+    if claims["request_body_sha256"] != hashlib.sha256(body).hexdigest():
+        raise ValueError("the body is not the one that was signed")
+    return claims

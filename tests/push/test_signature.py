@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from jwcrypto import jwk, jws, jwt
+from jwcrypto import jws, jwt
 from jwcrypto.common import base64url_decode, base64url_encode
 
 from a2ahub import signing
@@ -19,7 +19,7 @@ from push.models import Delivery
 from tests.factories.push import webhook
 from tests.factories.versions import V1, VERSIONS
 from tests.push.callers import Caller
-from tests.push.receiver import Received, Receiver
+from tests.push.receiver import Received, Receiver, verified_claims
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("push_settings")]
 
@@ -32,16 +32,6 @@ def published(client: Client) -> dict[str, Any]:
     assert response["Content-Type"] == "application/json"
     keys: dict[str, Any] = response.json()
     return keys
-
-
-def verified_claims(token: str, body: bytes, jwks: dict[str, Any]) -> dict[str, Any]:
-    """What a receiver does: check the signature with the published keys, then the body."""
-    keyset = jwk.JWKSet.from_json(json.dumps(jwks))
-    checked = jwt.JWT(jwt=token, key=keyset, algs=["ES256"])
-    claims: dict[str, Any] = json.loads(checked.claims)
-    if claims["request_body_sha256"] != hashlib.sha256(body).hexdigest():
-        raise ValueError("the body is not the one that was signed")
-    return claims
 
 
 def header_of(token: str) -> dict[str, Any]:
