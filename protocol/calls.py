@@ -13,7 +13,8 @@ from agents.principals import Principal
 class Call:
     agent: Agent
     principal: Principal
-    version: str  # "1.0" or "0.3"
+    # "1.0", "0.3" or "0.1" (the pre-0.2 methods, whose callers name tasks by their own ids)
+    version: str
     # The hub's public URL, worked out only for the methods that need it (reading the host
     # from a request costs more than most of a fast send).
     base_url_of: Callable[[], str]

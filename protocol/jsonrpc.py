@@ -1,5 +1,6 @@
 """The JSON-RPC 2.0 binding of one agent: checks at the door, the envelope, the version, then
-the method table. Both protocol versions share this endpoint and the handlers behind it.
+the method table. Both protocol versions share this endpoint and the handlers behind it, and
+so do the pre-0.2 methods (`protocol.v01`), which come without a version header like 0.3's.
 
 Strings the hub cannot carry (a lone surrogate anywhere, U+0000 in params) are refused before
 any handler runs (`protocol.strings`), and every answer is a JSON-RPC envelope, even when its
@@ -7,9 +8,7 @@ result cannot be encoded."""
 
 from __future__ import annotations
 
-import codecs
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -22,8 +21,8 @@ from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
+    TaskNotFoundError,
     UnsupportedOperationError,
     VersionNotSupportedError,
     error_object,
@@ -32,15 +31,16 @@ from a2ahub.errors import (
 )
 from agents.models import Agent
 from agents.views import json_not_found, public_base_url, requested_version
-from protocol import door, limits, strings
+from protocol import door, limits, strings, v01
 from protocol.calls import Call
-from protocol.method_table import V03_METHODS, V1_METHODS, Method, resolve
+from protocol.method_table import V01_METHODS, V03_METHODS, V1_METHODS, Method, resolve
 from protocol.results import v1_result
-from protocol.sse import jsonrpc_framing, sse_error, sse_response
+from protocol.sse import Framing, jsonrpc_framing, sse_error, sse_response
 from protocol.v03 import PARAMS_IN, RESULT_OUT
-from tasks.wire import V03, V1
+from tasks.wire import V01, V03, V1
 
-SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream",
+                "tasks/send", "tasks/sendSubscribe"}  # fmt: skip
 
 
 def rpc_response(request_id: Any, version: str, result: Any = None,
@@ -69,14 +69,7 @@ def answer_version(requested: str) -> str:
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    try:
-        # Strict UTF-8, JSON's encoding (RFC 8259 8.1): json.loads(bytes) would let bytes that
-        # spell a surrogate through. A byte order mark is ignored, as json.loads did.
-        envelope = json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
-    except (ValueError, UnicodeDecodeError):
-        raise JSONParseError("The body is not valid JSON.") from None
-    except RecursionError:
-        raise JSONParseError("The body is nested too deeply.") from None
+    envelope = door.decode_json(body)
     if isinstance(envelope, list):
         raise InvalidRequestError("Batch requests are not supported.")
     if not isinstance(envelope, dict):
@@ -112,7 +105,7 @@ def parse_envelope(envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def find_method(method: str, version: str) -> Method:
-    table = V1_METHODS if version == V1 else V03_METHODS
+    table = {V1: V1_METHODS, V01: V01_METHODS}.get(version, V03_METHODS)
     if method in table:
         return table[method]
     if version == V03 and method in V1_METHODS:
@@ -125,12 +118,18 @@ def find_method(method: str, version: str) -> Method:
 def parse_params(method: Method, params: dict[str, Any], version: str) -> Any:
     if version == V03:
         return PARAMS_IN[method.adapter](params)
+    if version == V01:
+        return v01.PARAMS_IN[method.adapter](params)
     return door.parse_message(params, method.request())
 
 
-def render_result(method: Method, result: Any, version: str) -> Any:
+def render_result(
+    method: Method, result: Any, version: str, params: dict[str, Any] | None = None
+) -> Any:
     if version == V03:
         return RESULT_OUT[method.adapter](result)
+    if version == V01:
+        return v01.render(method, result, params or {})
     if result is None:
         return None
     return v1_result(method, result)
@@ -163,7 +162,7 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     envelope = parse_json(body)
     ex.request_id = envelope_id(envelope)
     method_name, params = parse_envelope(envelope)
-    ex.version = door.parse_version(door.raw_version(request))
+    ex.version = v01.version_of(method_name, params, door.parse_version(door.raw_version(request)))
     method = find_method(method_name, ex.version)
     if agent is None:
         agent = await tenant_agent(params, ex.version)
@@ -171,7 +170,7 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     sending = method_name in SEND_METHODS
     if door.has_limits(agent):
         await sync_to_async(door.check_limits)(agent, principal, len(body), sending)
-    ex.stream_errors = method.streaming and ex.version == V03
+    ex.stream_errors = method.streaming and ex.version != V1
     extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
                 door.last_event_id(request))  # fmt: skip
@@ -179,10 +178,24 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
         raise UnsupportedOperationError("This agent does not stream.")
     if strings.may_hold_uncarriable(body):
         strings.check_params(params)
-    result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
+    try:
+        result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
+    except TaskNotFoundError:
+        if not v01.names_client_task(method_name, ex.version):
+            raise
+        # No task the hub named so: perhaps one a 0.1 caller named so itself.
+        ex.version, method, call = V01, V01_METHODS[method_name], replace(call, version=V01)
+        result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
     if method.streaming:
-        return sse_response(result, jsonrpc_framing(ex.request_id, ex.version))
-    return rpc_response(ex.request_id, ex.version, render_result(method, result, ex.version))
+        return sse_response(result, stream_framing(ex, params))
+    return rpc_response(ex.request_id, ex.version,
+                        render_result(method, result, ex.version, params))  # fmt: skip
+
+
+def stream_framing(ex: Exchange, params: dict[str, Any]) -> Framing:
+    if ex.version == V01:
+        return v01.framing(ex.request_id, params)
+    return jsonrpc_framing(ex.request_id, ex.version)
 
 
 async def tenant_agent(params: dict[str, Any], version: str) -> Agent:

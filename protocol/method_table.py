@@ -1,7 +1,7 @@
 """The map of the A2A API: each wire name, in each version, to the one handler behind it.
 
-A 1.0 entry names the request message its params parse into; a 0.3 entry names the adapter
-that turns its params into that same request and the answer back into 0.3 JSON.
+A 1.0 entry names the request message its params parse into; a 0.3 or 0.1 entry names the
+adapter that turns its params into that same request and the answer back into its JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class Method:
     handler: str
     request: type[Any]
     streaming: bool = False
-    adapter: str = ""  # 0.3 only: the converter in protocol.v03
+    adapter: str = ""  # 0.3 and 0.1 only: the converter in protocol.v03 or protocol.v01
 
 
 V1_METHODS: dict[str, Method] = {
@@ -92,6 +92,41 @@ V03_METHODS: dict[str, Method] = {
         "protocol.handlers.push.delete_push_config",
         pb.DeleteTaskPushNotificationConfigRequest,
         adapter="push_delete",
+    ),
+}
+
+# The methods of the first A2A guide (pre-0.2), served without a version header beside 0.3.
+# `tasks/get`, `tasks/cancel` and `tasks/resubscribe` are 0.3 names too: `protocol.v01`
+# tells which a request means.
+V01_METHODS: dict[str, Method] = {
+    "tasks/send": Method(
+        "protocol.handlers.tasks.send_message", pb.SendMessageRequest, adapter="send"
+    ),
+    "tasks/sendSubscribe": Method(
+        "protocol.handlers.streams.send_streaming_message",
+        pb.SendMessageRequest,
+        True,
+        adapter="send",
+    ),
+    "tasks/get": Method("protocol.handlers.tasks.get_task", pb.GetTaskRequest, adapter="get"),
+    "tasks/cancel": Method(
+        "protocol.handlers.tasks.cancel_task", pb.CancelTaskRequest, adapter="cancel"
+    ),
+    "tasks/resubscribe": Method(
+        "protocol.handlers.streams.subscribe_to_task",
+        pb.SubscribeToTaskRequest,
+        True,
+        adapter="subscribe",
+    ),
+    "tasks/pushNotification/set": Method(
+        "protocol.handlers.push.create_push_config",
+        pb.TaskPushNotificationConfig,
+        adapter="push_set",
+    ),
+    "tasks/pushNotification/get": Method(
+        "protocol.handlers.push.get_push_config",
+        pb.GetTaskPushNotificationConfigRequest,
+        adapter="push_get",
     ),
 }
 

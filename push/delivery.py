@@ -15,10 +15,12 @@ from django.utils import timezone
 
 from a2ahub.signing import issuer, sign_delivery
 from push.models import Delivery, DeliveryAttempt
+from tasks import v01_json
 from tasks.reading import load_task
-from tasks.wire import V1, task_json
+from tasks.wire import V01, V1, task_json, to_json
 
 DELIVERED, RETRY, GONE = "delivered", "retry", "gone"
+MAX_DOUBLINGS = 60  # far past any cap: PUSH_RETRY_BASE_SECONDS is at least 0.01 s
 
 
 @dataclass
@@ -31,10 +33,14 @@ class Result:
 
 
 def build_body(delivery: Delivery) -> tuple[bytes, str]:
-    """1.0 receivers get the event as a StreamResponse; 0.3 receivers get the Task."""
+    """1.0 receivers get the event as a StreamResponse; 0.3 receivers get the Task, and 0.1
+    receivers too, in 0.1's shape under the id their client gave it."""
     if delivery.config.protocol_version == V1:
         return json.dumps(delivery.event.payload).encode(), "application/a2a+json"
     task = load_task(delivery.config.task, None)
+    if delivery.config.protocol_version == V01:
+        body = v01_json.task(to_json(task), delivery.config.task.client_id)
+        return json.dumps(body).encode(), "application/json"
     return json.dumps(task_json(task, "0.3")).encode(), "application/json"
 
 
@@ -105,7 +111,10 @@ def record_attempt(delivery: Delivery, started: datetime, clock: float, result: 
 
 def next_attempt(delivery: Delivery, result: Result) -> datetime | None:
     """When to try again, or None when the retry horizon is passed (give up)."""
-    base = settings.PUSH_RETRY_BASE_SECONDS * 2 ** max(delivery.attempts - 1, 0)
+    # Past the cap the exponent need not grow: 2 ** 1024 and up no longer fits a float, and a
+    # long outage with a low cap (minutes apart for days) gets that many failures.
+    doublings = min(max(delivery.attempts - 1, 0), MAX_DOUBLINGS)
+    base = settings.PUSH_RETRY_BASE_SECONDS * 2**doublings
     delay = min(base, settings.PUSH_RETRY_MAX_SECONDS) * random.uniform(0.5, 1.5)
     if result.retry_after is not None:
         delay = min(max(delay, result.retry_after), settings.PUSH_RETRY_MAX_SECONDS)

@@ -215,13 +215,14 @@ class TaskAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     list_filter = ["agent", "state", "protocol_version", StuckFilter]
     list_select_related = ["agent"]
-    search_fields = ["id", "context_id", "owner"]
+    # A pre-0.2 client knows its task by the id it chose: support may be asked about that one.
+    search_fields = ["id", "client_id", "context_id", "owner"]
     date_hierarchy = "created_at"
     actions = ["cancel_tasks"]
     inlines = [TaskEventInline, MessageInline, ArtifactInline]
     fieldsets = [
-        (None, {"fields": ["id", "agent", "owner", "context_id", "state", "status_timestamp",
-                           "status_text"]}),
+        (None, {"fields": ["id", "client_id", "agent", "owner", "context_id", "state",
+                           "status_timestamp", "status_text"]}),
         ("Execution", {"fields": ["protocol_version", "execution_mode", "runner", "heartbeat_at",
                                   "last_sequence", "last_error"]}),
         ("Metadata", {"fields": ["metadata", "created_at", "updated_at"]}),

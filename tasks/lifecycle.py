@@ -91,6 +91,8 @@ class NewTask:
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     # A webhook given with the first message; it hears every event from the first one.
     push_config: pb.TaskPushNotificationConfig | None = None
+    # The id a pre-0.2 client chose for the task (`Task.client_id`); "" for the others.
+    client_id: str = ""
 
 
 @dataclass
@@ -310,7 +312,7 @@ def plan_open(
     end = final_state(S.SUBMITTED, changes)
     task = Task(
         id=spec.id, context_id=spec.context_id, agent_id=spec.agent_id, owner=spec.owner,
-        state=S.SUBMITTED, status_timestamp=now, metadata=spec.metadata,
+        client_id=spec.client_id, state=S.SUBMITTED, status_timestamp=now, metadata=spec.metadata,
         protocol_version=spec.protocol_version, execution_mode=spec.execution_mode,
         runner=runner, heartbeat_at=now if runner else None, created_at=now, updated_at=now,
     )  # fmt: skip
@@ -514,6 +516,13 @@ def read_events(task_id: str, after: int, upto: int | None = None) -> list[tuple
     if upto is not None:
         rows = rows.filter(sequence__lte=upto)
     return [(row.sequence, row.payload) for row in rows.order_by("sequence")]
+
+
+def latest_events(task_ids: Sequence[str]) -> dict[str, tuple[int, Any]]:
+    """The newest stored event of each task, by task id (a reader that missed events fills
+    the gap up to it)."""
+    rows = TaskEvent.objects.filter(task_id__in=task_ids, sequence=F("task__last_sequence"))
+    return {str(row.task_id): (row.sequence, row.payload) for row in rows}
 
 
 def read_artifacts(task_id: uuid.UUID) -> dict[str, Artifact]:

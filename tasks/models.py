@@ -45,6 +45,11 @@ class Task(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tasks")
     # The principal that created the task ("apikey:12", "user:3", "anonymous"); only it sees it.
     owner = models.CharField(max_length=100)
+    # The id a pre-0.2 client gave the task (its `tasks/send` names the task itself); empty
+    # for tasks made through 0.3 or 1.0. Kept beside the primary key rather than as it, even
+    # when it is a UUID: a client's id is unique only among its caller's tasks on one agent,
+    # so two callers may choose the same one, and neither may learn of the other's task.
+    client_id = models.CharField(max_length=200, blank=True)
     state = models.CharField(max_length=20, choices=TaskState.choices)
     status_message = models.JSONField(null=True, blank=True)
     status_timestamp = models.DateTimeField()
@@ -73,6 +78,15 @@ class Task(models.Model):
                 condition=models.Q(state__in=sorted(TERMINAL_STATES)),
                 name="task_finished_updated",
             ),
+        ]
+        constraints = [
+            # Also the index that finds a task by its client's id. Partial: the tasks of 0.3
+            # and 1.0 callers, which have none, add no entry to it.
+            models.UniqueConstraint(
+                fields=["agent", "owner", "client_id"],
+                condition=~models.Q(client_id=""),
+                name="task_client_id_unique",
+            )
         ]
 
     def __str__(self) -> str:

@@ -19,6 +19,9 @@ from tasks.models import INTERRUPTED_STATES, TERMINAL_STATES, Artifact, Message,
 
 V03 = "0.3"
 V1 = "1.0"
+# The pre-0.2 methods of the first A2A guide (`tasks/send`...), served beside 0.3 without a
+# version header; their JSON is `tasks.v01_json`'s.
+V01 = "0.1"
 
 STATE_TO_PB = {
     TaskState.SUBMITTED: pb.TASK_STATE_SUBMITTED,

@@ -46,6 +46,7 @@ from tasks.reading import load_task
 from tasks.wire import (
     ENDING_STATES,
     PB_TO_STATE,
+    V01,
     event_ends_stream,
     message_to_pb,
 )
@@ -58,15 +59,28 @@ DEFAULT_PAGE_SIZE = 50
 
 
 def owned_task(call: Call, task_id: str) -> Task:
-    """The caller's task on this agent; any other task does not exist for them."""
-    try:
-        key = uuid.UUID(task_id)
-    except (ValueError, AttributeError):
-        raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
-    task = Task.objects.filter(id=key, agent=call.agent, owner=call.principal.id).first()
+    """The caller's task on this agent; any other task does not exist for them. A 0.1 caller
+    names its tasks by the ids it gave them, the others by the hub's."""
+    if call.version == V01:
+        task = caller_tasks(call).filter(client_id=task_id).first() if task_id else None
+    else:
+        try:
+            key = uuid.UUID(task_id)
+        except (ValueError, AttributeError):
+            raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
+        task = caller_tasks(call).filter(id=key).first()
     if task is None:
         raise TaskNotFoundError(f"Task {task_id!r} was not found.")
     return task
+
+
+def caller_tasks(call: Call) -> QuerySet[Task]:
+    return Task.objects.filter(agent=call.agent, owner=call.principal.id)
+
+
+def is_new_client_id(call: Call, client_id: str) -> bool:
+    """Whether a 0.1 caller has no task by this id on this agent yet (its send starts one)."""
+    return not caller_tasks(call).filter(client_id=client_id).exists()
 
 
 def history_length_of(request: Any) -> int | None:
@@ -218,19 +232,19 @@ def prepare_follow_up(
     call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None = None
 ) -> tuple[Task, list[pb.Message]]:
     task = owned_task(call, message.task_id)
+    named = message.task_id  # as the caller knows it (a 0.1 caller by its own id)
     if task.state in TERMINAL_STATES:
-        raise UnsupportedOperationError(
-            f"Task {task.id} is {task.state}; it takes no more messages."
-        )
+        raise UnsupportedOperationError(f"Task {named} is {task.state}; it takes no more messages.")
     if message.context_id and message.context_id != task.context_id:
-        raise invalid_params("message.contextId", "does not match the task's context")
+        field = "sessionId" if call.version == V01 else "message.contextId"
+        raise invalid_params(field, "does not match the task's context")
     if task.state not in INTERRUPTED_STATES:
-        raise UnsupportedOperationError(f"Task {task.id} is still {task.state}; wait for it.")
+        raise UnsupportedOperationError(f"Task {named} is still {task.state}; wait for it.")
     try:
         lifecycle.add_user_message(task.id, call.principal.id, message, push_config)
     except lifecycle.TransitionRefused:
         raise UnsupportedOperationError(
-            f"Task {task.id} moved on; it takes no message now."
+            f"Task {named} moved on; it takes no message now."
         ) from None
     history = [message_to_pb(m) for m in Message.objects.filter(task=task)]
     task.refresh_from_db()
@@ -266,12 +280,18 @@ async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     check_message(message)
     check_modes(call, request)
     push_config = inline_push_config(call, request)
+    # A 0.1 send names its task by the caller's own id, a new one as well as a known one.
+    client_id = message.task_id if call.version == V01 else ""
+    if client_id and await sync_to_async(is_new_client_id)(call, client_id):
+        message.ClearField("task_id")
     if message.task_id:
         task, history = await sync_to_async(prepare_follow_up)(call, message, push_config)
+        message.task_id = str(task.id)  # the executor sees the hub's id, whoever sent it
         spec = spec_for(call, request, task.context_id, task.id)
         context = make_context(call, spec, message, history, continuation=True)
         return Turn(spec, context, TaskState.WORKING, stored=True)
     spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
+    spec.client_id = client_id
     spec.push_config = push_config
     context = make_context(call, spec, message, [message], continuation=False)
     return Turn(spec, context, TaskState.SUBMITTED, stored=False)
@@ -344,8 +364,10 @@ async def run_on_worker(
     task_id = str(spec.id)
     channel, reply = await events.expect_reply(task_id)
     try:
-        await queue_turn(spec, stored, channel)
-        ended = await wait_for_end(task_id, reply)
+        # A job the broker did not take now (it is away) runs once it is back: no reply is
+        # coming soon, so the send answers with the task as stored.
+        queued = await queue_turn(spec, stored, channel)
+        ended = await wait_for_end(task_id, reply) if queued else b""
     finally:
         events.forget_reply(channel, task_id)
     if ended:
@@ -353,25 +375,25 @@ async def run_on_worker(
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 
 
-async def queue_turn(spec: NewTask, stored: bool, reply_to: str = "") -> None:
+async def queue_turn(spec: NewTask, stored: bool, reply_to: str = "") -> bool:
     """Store the task (when new) and hand its turn to a worker; only that job may claim it.
-    The job replies to the `reply_to` channel when the turn ends."""
+    The job replies to the `reply_to` channel when the turn ends. Whether the broker took
+    the job at once."""
     token = f"queued:{uuid.uuid4().hex}"
     if stored or spec.push_config is not None or not asyncdb.available():
-        await sync_to_async(store_for_worker)(spec, stored, token, reply_to)
-        return
+        return await sync_to_async(store_for_worker)(spec, stored, token, reply_to)
     # A new task without webhooks: one INSERT statement and one LPUSH, from the loop.
     await lifecycle.open_task_async(spec, [], runner=token)
-    await jobs.enqueue_run_async(str(spec.id), token, reply_to)
+    return await jobs.enqueue_run_async(str(spec.id), token, reply_to)
 
 
-def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = "") -> None:
+def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = "") -> bool:
     if not stored:
         lifecycle.open_task(spec, [], runner=token)
     else:
         Task.objects.filter(id=spec.id).update(runner=token)
     # Enqueueing blocks on the broker: here, off the event loop.
-    jobs.enqueue_run(str(spec.id), token, reply_to)
+    return jobs.enqueue_run(str(spec.id), token, reply_to)
 
 
 async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:

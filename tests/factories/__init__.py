@@ -7,4 +7,5 @@
 - `errors`: the error objects the hub answers with, whole, as each version spells them.
 - `push`: webhook configs as each version spells them, with their secrets.
 - `tasks`: stored tasks and the artifacts the admin shows.
+- `pre02`: the pre-0.2 methods' requests, from the first guide's exchanges or made afresh.
 """

@@ -5,14 +5,18 @@ cannot succeed within the retry horizon is given up."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from agents.models import Agent
+from push.delivery import RETRY, Result, next_attempt
 from push.models import DeliveryAttempt, DeliveryState, PushNotificationConfig
 from tasks.models import Task
-from tests.factories.push import CREDENTIALS, TOKEN, webhook
+from tests.factories.push import CREDENTIALS, TOKEN, stored_delivery, webhook
+from tests.factories.tasks import open_task
 from tests.factories.versions import V03, V1, VERSIONS
 from tests.helpers import eventually
 from tests.push.callers import Caller, deliveries_of, sequences_of
@@ -157,6 +161,20 @@ def test_retry_after_is_honoured(caller: Caller, pusher: Agent, settings: Any) -
     assert first.header("webhook-id") == second.header("webhook-id")
     # Without Retry-After the retry would come after about PUSH_RETRY_BASE_SECONDS (0.05 s).
     assert second.at - first.at >= 0.95
+
+
+def test_retries_stay_at_the_cap_after_thousands_of_failures(pusher: Agent, settings: Any) -> None:
+    # A long outage with a low cap: tries a minute apart for days.
+    settings.PUSH_RETRY_MAX_SECONDS = 60.0
+    settings.PUSH_RETRY_HORIZON_SECONDS = 30 * 86400.0
+    delivery = stored_delivery(open_task(pusher), DeliveryState.PENDING)
+    delivery.attempts = 5000
+    before = timezone.now()
+
+    retry_at = next_attempt(delivery, Result(RETRY, 503, error="HTTP 503"))
+
+    assert retry_at is not None
+    assert timedelta(seconds=30) <= retry_at - before <= timedelta(seconds=90)
 
 
 def test_a_receiver_that_is_down_for_a_while_gets_everything_when_it_comes_back(
