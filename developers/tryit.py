@@ -25,6 +25,7 @@ from protocol.calls import Call
 from protocol.door import check_extensions
 from protocol.jsonrpc import find_method, parse_params, render_result
 from protocol.method_table import resolve
+from tasks.models import Binding
 from tasks.wire import PB_TO_STATE, V1
 
 METHOD = "SendMessage"
@@ -43,7 +44,8 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
     try:
         strings.check_params(params)  # a NUL typed in the box, as at the endpoint
         extensions = check_extensions(request, agent, sending=True)
-        call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions)
+        call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions,
+                    binding=Binding.PAGE)  # fmt: skip
         result = await resolve(method.handler)(call, parse_params(method, params, V1))
     except A2AError as exc:
         return {"ok": False, "error": error_object(exc, V1)}

@@ -219,6 +219,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "card_text": card_text,
         "card_url": cards.card_url(base, agent),
         "jsonrpc_url": cards.jsonrpc_url(base, agent),
+        "rest_url": cards.rest_url(base, agent),
         "recent_tasks": [with_status_text(t) for t in agent.tasks.order_by("-created_at")[:5]],
         "active_keys": agent.api_keys.filter(revoked_at__isnull=True).count(),
         "remote": importing.sync_state(agent) if importing.is_remote(agent) else None,

@@ -21,6 +21,7 @@ class Call:
     extensions: frozenset[str] = field(default_factory=frozenset)
     # From the Last-Event-ID header: a re-attaching stream client's last seen event.
     last_event_id: int | None = None
+    binding: str = "JSONRPC"  # the door it came through (`tasks.models.Binding`), kept on tasks
 
     @property
     def base_url(self) -> str:

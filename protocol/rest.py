@@ -44,6 +44,7 @@ from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
 from protocol.results import v1_result
 from protocol.sse import Framing, data_frame, sse_response
+from tasks.models import Binding
 from tasks.wire import V03, V1
 
 MEDIA_TYPE = "application/a2a+json"
@@ -324,7 +325,7 @@ async def handle(
         await sync_to_async(door.check_limits)(agent, principal, len(raw), sending)
     extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
-                door.last_event_id(request))  # fmt: skip
+                door.last_event_id(request), binding=Binding.HTTP_JSON)  # fmt: skip
     method = operation.entry
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")

@@ -210,10 +210,10 @@ class StuckFilter(admin.SimpleListFilter):
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
     list_display = [
-        "short_id", "agent", "state", "owner", "protocol_version", "execution_mode", "created_at",
-        "status_timestamp",
+        "short_id", "agent", "state", "owner", "protocol_version", "binding", "execution_mode",
+        "created_at", "status_timestamp",
     ]  # fmt: skip
-    list_filter = ["agent", "state", "protocol_version", StuckFilter]
+    list_filter = ["agent", "state", "protocol_version", "binding", StuckFilter]
     list_select_related = ["agent"]
     # A pre-0.2 client knows its task by the id it chose: support may be asked about that one.
     search_fields = ["id", "client_id", "context_id", "owner"]
@@ -223,8 +223,8 @@ class TaskAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["id", "client_id", "agent", "owner", "context_id", "state",
                            "status_timestamp", "status_text"]}),
-        ("Execution", {"fields": ["protocol_version", "execution_mode", "runner", "heartbeat_at",
-                                  "last_sequence", "last_error"]}),
+        ("Execution", {"fields": ["protocol_version", "binding", "execution_mode", "runner",
+                                  "heartbeat_at", "last_sequence", "last_error"]}),
         ("Metadata", {"fields": ["metadata", "created_at", "updated_at"]}),
     ]  # fmt: skip
     readonly_fields = ["status_text"]

@@ -39,6 +39,14 @@ ACTIVE_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 OPEN_STATES = ACTIVE_STATES | INTERRUPTED_STATES
 
 
+class Binding(models.TextChoices):
+    """The door a task came through: the two A2A bindings, or the developer pages' "try it"."""
+
+    JSONRPC = "JSONRPC", "JSON-RPC"
+    HTTP_JSON = "HTTP+JSON", "HTTP+JSON"
+    PAGE = "PAGE", "developer page"
+
+
 class Task(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     context_id = models.CharField(max_length=200)
@@ -55,6 +63,7 @@ class Task(models.Model):
     status_timestamp = models.DateTimeField()
     metadata = models.JSONField(default=dict, blank=True)
     protocol_version = models.CharField(max_length=8)
+    binding = models.CharField(max_length=10, choices=Binding.choices, default=Binding.JSONRPC)
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices)
     last_sequence = models.PositiveIntegerField(default=0)
     # Which process runs the task and when it last said so; recovery fails silent ones.

@@ -28,6 +28,7 @@ from a2ahub.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
     invalid_params,
+    unavailable,
 )
 from agents.kinds import execution_mode
 from protocol.calls import Call
@@ -309,7 +310,7 @@ def spec_for(
     metadata = MessageToDict(request.metadata) if request.HasField("metadata") else {}
     return NewTask(
         agent_id=call.agent.pk, owner=call.principal.id, context_id=context_id,
-        message=request.message, protocol_version=call.version,
+        message=request.message, protocol_version=call.version, binding=call.binding,
         execution_mode=execution_mode(call.agent), metadata=metadata, id=task_id,
     )  # fmt: skip
 
@@ -364,6 +365,10 @@ async def run_on_worker(
     task_id = str(spec.id)
     channel, reply = await events.expect_reply(task_id)
     try:
+        if not stored and not events.replies_heard():
+            # Redis is away: the turn's end could not reach this send. Refused while
+            # nothing is stored (a follow-up's message is, so that one goes on).
+            raise unavailable("message broker")
         # A job the broker did not take now (it is away) runs once it is back: no reply is
         # coming soon, so the send answers with the task as stored.
         queued = await queue_turn(spec, stored, channel)

@@ -364,6 +364,28 @@ def test_try_it_sends_a_message_as_the_owner_and_shows_the_echo(
     assert str(task.id) == body["taskId"]
 
 
+def test_the_task_table_says_which_door_each_task_came_through(
+    dev_client: Client, developer: User
+) -> None:
+    owned("mine", developer)
+    dev_client.post("/dev/agents/mine/try/", {"text": "from the page"})
+    Client().post("/agents/mine/rest/message:send", content_type="application/json",
+                  data={"message": {"messageId": "m", "role": "ROLE_USER",
+                                    "parts": [{"text": "over REST"}]}})  # fmt: skip
+    message = {"kind": "message", "messageId": "m2", "role": "user",
+               "parts": [{"kind": "text", "text": "over JSON-RPC"}]}  # fmt: skip
+    Client().post("/agents/mine/jsonrpc/", content_type="application/json",
+                  data={"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                        "params": {"message": message}})  # fmt: skip
+
+    page = dev_client.get("/dev/agents/mine/tasks/").content.decode()
+
+    bindings = sorted(Task.objects.values_list("binding", "protocol_version"))
+    assert bindings == [("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("PAGE", "1.0")]
+    for shown in ("developer page 1.0", "HTTP+JSON 1.0", "JSON-RPC 0.3"):
+        assert shown in page
+
+
 def test_try_it_refuses_an_empty_message(dev_client: Client, developer: User) -> None:
     owned("mine", developer)
     body = dev_client.post("/dev/agents/mine/try/", {"text": "  "}).json()

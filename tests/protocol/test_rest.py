@@ -86,7 +86,8 @@ def test_send_answers_the_completed_task_in_the_a2a_media_type(rest: Rest, echo:
 
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert [p["text"] for a in task["artifacts"] for p in a["parts"]] == ["hello"]
-    assert Task.objects.get(id=task["id"]).protocol_version == "1.0"
+    stored = Task.objects.get(id=task["id"])
+    assert (stored.protocol_version, stored.binding) == ("1.0", "HTTP+JSON")
 
 
 def test_get_reads_the_task_and_history_length_limits_its_history(rest: Rest, echo: Agent) -> None:
