@@ -29,10 +29,21 @@ import asyncpg
 import orjson
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections
+from django.db import OperationalError, connections
 from psycopg.types.json import Jsonb
 
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
+
+# What asyncpg raises when the database is away (refused, shutting down, the connection cut):
+# raised again as Django's OperationalError, which the ORM's connections raise for the same,
+# so that callers tell an away database from a bad statement one way on both paths.
+UNREACHABLE = (
+    OSError,  # TimeoutError too
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
 
 # The pool of each loop, as the task that opens it: the first callers all wait for the same one.
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[asyncpg.Pool]] = (
@@ -139,11 +150,14 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
     # JSON comes wrapped for psycopg (the same statements run on Django's connection); the
     # jsonb codec above takes the value itself.
     values = [p.obj if isinstance(p, Jsonb) else p for p in params]
-    async with (await pool()).acquire() as conn:
-        if fetch:
-            return [tuple(row) for row in await conn.fetch(native(sql), *values)]
-        await conn.execute(native(sql), *values)
-        return []
+    try:
+        async with (await pool()).acquire() as conn:
+            if fetch:
+                return [tuple(row) for row in await conn.fetch(native(sql), *values)]
+            await conn.execute(native(sql), *values)
+            return []
+    except UNREACHABLE as exc:
+        raise OperationalError(f"the database cannot be reached: {exc}") from exc
 
 
 async def close() -> None:

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, task_postrun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -31,3 +31,13 @@ def let_jobs_block_their_loops(**_: object) -> None:
     from a2ahub.worker import allow_blocking_jobs
 
     allow_blocking_jobs()
+
+
+@task_postrun.connect
+def give_connections_back(**_: object) -> None:
+    # As at the end of a request: kept on its thread, a connection the database dropped (a
+    # restart) would fail every later job there. (The pool keeps it; the next job checks it
+    # out again.)
+    from django.db import close_old_connections
+
+    close_old_connections()

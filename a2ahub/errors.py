@@ -7,6 +7,7 @@ import logging
 import uuid
 from typing import Any
 
+import psycopg
 from a2a.utils.error_handlers import build_error_details
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
@@ -26,8 +27,15 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from django.db import InterfaceError as DjangoInterfaceError
+from django.db import OperationalError as DjangoOperationalError
 
 logger = logging.getLogger(__name__)
+
+# What a database that cannot be reached (or dropped the connection) raises: Django's
+# wrappers of the driver's errors, psycopg's own where Django does not wrap them (the pool's
+# timeout among them), and `a2ahub.asyncdb` raises Django's too.
+DATABASE_AWAY = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError)
 
 __all__ = [
     "A2AError",
@@ -49,6 +57,7 @@ __all__ = [
     "error_object",
     "internal_error",
     "invalid_params",
+    "unavailable",
 ]
 
 
@@ -65,8 +74,26 @@ def invalid_params(field: str, problem: str) -> InvalidParamsError:
     return InvalidParamsError(f"Invalid params: {field}: {problem}", data={"field": field})
 
 
+def unavailable(service: str) -> InternalError:
+    """A service the hub needs (`service`: "message broker", "database") is away, and the
+    request stored nothing: the caller may send it again."""
+    return InternalError(
+        f"The hub's {service} is unavailable right now; nothing was stored. Try again shortly.",
+        data={"unavailable": service},
+    )
+
+
 def internal_error(exc: BaseException) -> InternalError:
     reference = uuid.uuid4().hex[:12]
+    if isinstance(exc, DATABASE_AWAY):
+        # Every request fails this way while the database restarts: one line each, and an
+        # answer that tells the caller to come back rather than that the hub is broken.
+        logger.warning("database unavailable (reference %s): %s", reference, exc)
+        return InternalError(
+            f"The hub's database is unavailable right now (reference {reference}); "
+            "try again shortly.",
+            data={"reference": reference, "unavailable": "database"},
+        )
     logger.error("internal error %s", reference, exc_info=exc)
     return InternalError(f"Internal error (reference {reference})", data={"reference": reference})
 

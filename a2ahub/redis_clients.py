@@ -15,12 +15,23 @@ from functools import cache
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 REDIS_WAIT_SECONDS = 5.0
 
 
 def async_client(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5)
+
+
+def subscriber_client(url: str) -> aioredis.Redis:
+    """For a subscription, which must know when its connection dropped: redis-py would
+    otherwise reconnect inside a read and carry on, and the messages published in between
+    would be missed without a word. Without retries the error reaches the subscriber."""
+    return aioredis.Redis.from_url(
+        url, socket_timeout=None, socket_connect_timeout=5, retry=Retry(NoBackoff(), 0)
+    )
 
 
 @cache

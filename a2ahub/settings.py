@@ -196,6 +196,10 @@ def database_config(url: str) -> dict[str, object]:
         # Under ASGI every request runs on a new thread, so CONN_MAX_AGE gives no reuse:
         # a pool is the only way to keep connections across requests.
         config["CONN_MAX_AGE"] = 0
+        # The pool checks a connection (one empty statement) before handing it out: after the
+        # database restarts every pooled connection is dead, and each would fail the request
+        # or turn it was handed to.
+        config["CONN_HEALTH_CHECKS"] = True
         config["OPTIONS"] = {
             "pool": {
                 "min_size": env_int("DATABASE_POOL_MIN", 2, 0, 100),
@@ -230,6 +234,10 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers and beat without their broker have nothing else to do: they keep trying (every
+# second at most, `a2ahub.broker`) rather than give up after Celery's 100 attempts.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "a2ahub.broker:Consumer"
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_CONCURRENCY", 4, 1, 64)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_SEND_TASK_EVENTS = False
@@ -237,7 +245,7 @@ CELERY_TASK_SEND_SENT_EVENT = False
 # Celery's Django fix-up would otherwise close the database connection around every job.
 CELERY_DB_REUSE_MAX = 1000
 # Beat keeps its schedule in memory: every periodic job is an interval, safe to run twice.
-CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
+CELERY_BEAT_SCHEDULER = "a2ahub.broker:Scheduler"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

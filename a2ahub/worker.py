@@ -79,21 +79,25 @@ async def submit_async(job: Any, *args: Any) -> None:
         await client.lpush(queue_name(), job_message(job, args))
 
 
-def submit_or_retry(job: Any, *args: Any) -> None:
+def submit_or_retry(job: Any, *args: Any) -> bool:
     """`submit`, except that a broker that is away does not fail the caller: the job waits
     in this process and is offered again until the broker takes it. For work already stored,
-    whose request must answer with what was stored."""
+    whose request must answer with what was stored. Whether the broker took the job now."""
     try:
         submit(job, *args)
     except BROKER_ERRORS as exc:
         hold(job, args, exc)
+        return False
+    return True
 
 
-async def submit_or_retry_async(job: Any, *args: Any) -> None:
+async def submit_or_retry_async(job: Any, *args: Any) -> bool:
     try:
         await submit_async(job, *args)
     except BROKER_ERRORS as exc:
         hold(job, args, exc)
+        return False
+    return True
 
 
 # Jobs the broker refused: (when given up on, job, args), offered again in order by one thread.

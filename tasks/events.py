@@ -24,7 +24,9 @@ from collections import defaultdict
 from typing import Any
 
 import redis
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from a2ahub import jsonbytes, redis_clients
 
@@ -36,6 +38,9 @@ ORIGIN = uuid.uuid4().hex  # this process; its own events come back from Redis a
 _ORIGIN_BYTES = ORIGIN.encode()
 
 Event = tuple[int, dict[str, Any]]
+
+# How often a listener that lost Redis tries to subscribe again.
+RESUBSCRIBE_EVERY_SECONDS = 0.2
 
 
 class Marker:
@@ -191,10 +196,15 @@ class RedisListener:
 
     Its SUBSCRIBE and UNSUBSCRIBE commands go out in order from one task, so that a stream
     need not wait for them: redis-py spends three loop turns on each, and under load a turn
-    is every other stream's work."""
+    is every other stream's work.
+
+    When the connection drops (Redis restarted, say) the listener subscribes again to every
+    channel it wants, once Redis answers, and hands each subscriber its task's newest stored
+    event: what was published meanwhile is lost, and a reader fills the gap up to that event
+    from the database."""
 
     def __init__(self) -> None:
-        self.client = redis_clients.async_client(settings.REDIS_URL)
+        self.client = redis_clients.subscriber_client(settings.REDIS_URL)
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self.counts: dict[str, int] = defaultdict(int)
         self.reader: asyncio.Task[None] | None = None
@@ -206,6 +216,16 @@ class RedisListener:
         self.subscribed_by: dict[str, int] = {}  # task id -> its SUBSCRIBE's number
         self.replies_command = 0
         self.waiters: list[tuple[int, asyncio.Future[None]]] = []
+        # Set when a command or a read fails: what was subscribed may be gone with the
+        # connection, and redis-py forgets a SUBSCRIBE that failed.
+        self.lost = False
+        self.catching_up = False  # resubscribed; the PONG that follows starts the catch-up
+        self.catch_up: asyncio.Task[None] | None = None
+
+    @property
+    def live(self) -> bool:
+        """Whether what this listener subscribed is heard now (as far as it knows)."""
+        return not self.lost
 
     def listen_for_replies(self, replies: Replies) -> int:
         if self.replies is None:
@@ -249,15 +269,37 @@ class RedisListener:
                 count += 1
             batch, self.commands = self.commands[:count], self.commands[count:]
             try:
-                await getattr(self.pubsub, verb)(*(channel for _, channel in batch))
-            except (redis.RedisError, ConnectionError, OSError):
-                # The stream still gets this process's own events; redis-py subscribes
-                # again to what it was asked for once it reconnects.
-                logger.exception("could not %s %d task channels", verb, len(batch))
+                if verb == "resubscribe":
+                    await self.resubscribe()
+                else:
+                    await getattr(self.pubsub, verb)(*(channel for _, channel in batch))
+            except Exception as exc:  # redis-py raises more than RedisError when cut off
+                # The stream still gets this process's own events; the reader subscribes
+                # again once Redis answers.
+                self.connection_lost(f"could not {verb} {len(batch)} channels", exc)
             self.done += len(batch)
             self.wake_waiters()
             if self.reader is None or self.reader.done():
                 self.reader = asyncio.create_task(self.read())
+
+    async def resubscribe(self) -> None:
+        """Subscribe to every channel wanted now (in order with the other commands, so none
+        that was dropped meanwhile comes back), then PING: its PONG comes after every
+        SUBSCRIBE took effect, and starts the catch-up."""
+        channels = [CHANNEL_PREFIX + task_id for task_id in self.counts]
+        if self.replies is not None:
+            channels.append(self.replies.channel)
+        if channels:
+            await self.pubsub.subscribe(*channels)
+        await self.pubsub.ping()
+        self.lost = False
+        self.catching_up = True
+        logger.warning("task event subscription restored (%d channels)", len(channels))
+
+    def connection_lost(self, what: str, exc: BaseException) -> None:
+        if not self.lost:
+            logger.warning("task event subscription lost (%s: %s); subscribing again", what, exc)
+        self.lost = True
 
     def wake_waiters(self) -> None:
         still = []
@@ -271,14 +313,36 @@ class RedisListener:
 
     async def read(self) -> None:
         while self.counts or self.replies is not None:
+            if self.lost:
+                await asyncio.sleep(RESUBSCRIBE_EVERY_SECONDS)
+                await self.sent(self.command("resubscribe", ""))
+                continue
             try:
                 message = await self.pubsub.get_message(timeout=1.0)
-            except (redis.RedisError, ConnectionError):
-                logger.exception("task event subscription failed; retrying")
-                await asyncio.sleep(0.5)
+            except Exception as exc:
+                self.connection_lost("the subscription failed", exc)
                 continue
-            if message and message.get("type") == "message":
+            if message is None:
+                continue
+            if message.get("type") == "message":
                 self.dispatch(message)
+            elif message.get("type") == "pong" and self.catching_up:
+                self.catching_up = False
+                self.catch_up = asyncio.create_task(self.hand_over_latest(list(self.counts)))
+
+    async def hand_over_latest(self, task_ids: list[str]) -> None:
+        """Each task's newest stored event to its subscribers, who skip it if they have it
+        and fill any gap before it from the database."""
+        if not task_ids:
+            return
+        try:
+            latest = await sync_to_async(read_latest_released, thread_sensitive=False)(task_ids)
+        except Exception:
+            # Readers still fill the gap at their task's next event.
+            logger.exception("could not read the events missed while Redis was away")
+            return
+        for task_id, event in latest.items():
+            deliver_local(task_id, [event])
 
     def dispatch(self, message: dict[str, Any]) -> None:
         if self.replies is not None and message["channel"] == self.replies.channel.encode():
@@ -293,6 +357,15 @@ class RedisListener:
         events = decode(message["data"])
         if events is not None:
             deliver_local(task_id, events)
+
+
+def read_latest_released(task_ids: list[str]) -> dict[str, Event]:
+    from tasks.lifecycle import latest_events  # (lifecycle publishes through this module)
+
+    try:
+        return latest_events(task_ids)
+    finally:
+        connections[DEFAULT_DB_ALIAS].close()  # a pool thread: give the connection back
 
 
 _listeners: dict[asyncio.AbstractEventLoop, RedisListener] = {}
@@ -352,6 +425,15 @@ async def expect_reply(task_id: str) -> tuple[str, asyncio.Future[bytes]]:
         await listener.sent(listener.listen_for_replies(replies))
     future = replies.waiting[task_id] = loop.create_future()
     return replies.channel, future
+
+
+def replies_heard() -> bool:
+    """Whether replies and other processes' events reach this event loop now (as far as its
+    Redis subscription knows: it finds out at once when Redis closes the connection)."""
+    if not settings.REDIS_URL:
+        return True
+    listener = _listeners.get(asyncio.get_running_loop())
+    return listener is None or listener.live
 
 
 def forget_reply(channel: str, task_id: str) -> None:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.utils import timezone
 
 from a2ahub import redis_clients, schedule, worker
@@ -231,9 +231,8 @@ async def run_blocking(task_id: str, token: str, reply_to: str) -> None:
     # On a loop Django keeps a connection per asyncio task (context); the turn's tasks are
     # all made from this one, so made here first, the connection is theirs too, and given
     # back to the pool at the end.
-    connections[DEFAULT_DB_ALIAS].ensure_connection()
     try:
-        claim = claim_and_load(task_id, token)
+        claim = claim_or_give_way(task_id, token)
         if claim is None:
             events.send_reply(reply_to, task_id, b"")
             return
@@ -244,7 +243,7 @@ async def run_blocking(task_id: str, token: str, reply_to: str) -> None:
 
 async def run_stored(task_id: str, token: str, reply_to: str = "") -> None:
     """A worker job's turn: claim the stored task (once), then execute it."""
-    claim = await sync_to_async(claim_and_load)(task_id, token)
+    claim = await sync_to_async(claim_or_give_way)(task_id, token)
     if claim is None:
         events.send_reply(reply_to, task_id, b"")
         return
@@ -269,6 +268,19 @@ async def run_claimed(claim: Claim, reply_to: str, blocking_writes: bool) -> Non
         run = RUNNING.get(updater.task_id)
     if run is not None and run.job is not None:
         await asyncio.gather(run.job, return_exceptions=True)
+
+
+class ClaimFailed(Exception):
+    """The database could not be asked for the claim (it restarts, say): nothing changed, and
+    the job may be offered again."""
+
+
+def claim_or_give_way(task_id: str, token: str) -> Claim | None:
+    try:
+        connections[DEFAULT_DB_ALIAS].ensure_connection()
+        return claim_and_load(task_id, token)
+    except (OperationalError, InterfaceError) as exc:
+        raise ClaimFailed(f"could not claim task {task_id}: {exc}") from exc
 
 
 def claim_and_load(task_id: str, token: str) -> Claim | None:

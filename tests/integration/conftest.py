@@ -16,11 +16,9 @@ from tests.integration.stack import (
     claim_redis_database,
     create_database,
     drop_database,
-    hub_env,
     postgres_url,
-    prepare_database,
     release_redis_database,
-    start_all,
+    running_hub,
 )
 
 
@@ -34,11 +32,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         cleanup.callback(release_redis_database, redis_url, name)
         create_database(name)
         cleanup.callback(drop_database, name)
-        env = hub_env(postgres_url(name), redis_url, root / "data")
-        running = Hub(env, env["DATABASE_URL"], root)
-        cleanup.callback(running.stop)
-        prepare_database(env)
-        yield start_all(running)
+        yield cleanup.enter_context(running_hub(postgres_url(name), redis_url, root))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,8 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -42,18 +45,22 @@ def postgres_url(database: str) -> str:
     return with_path(os.environ["DATABASE_URL"], f"/{database}")
 
 
-def admin_connection() -> psycopg.Connection:
-    url = postgres_url("postgres").replace("postgres://", "postgresql://", 1)
-    return psycopg.connect(url, autocommit=True, connect_timeout=10)
+def admin_connection(server: str | None = None) -> psycopg.Connection:
+    """A connection to the `postgres` database of `server` (the URL of any database on it),
+    the session's PostgreSQL (`DATABASE_URL`) by default."""
+    url = with_path(server, "/postgres") if server else postgres_url("postgres")
+    return psycopg.connect(
+        url.replace("postgres://", "postgresql://", 1), autocommit=True, connect_timeout=10
+    )
 
 
-def create_database(name: str) -> None:
-    with admin_connection() as connection:
+def create_database(name: str, server: str | None = None) -> None:
+    with admin_connection(server) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
 
 
-def drop_database(name: str) -> None:
-    with admin_connection() as connection:
+def drop_database(name: str, server: str | None = None) -> None:
+    with admin_connection(server) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -147,14 +154,16 @@ class Hub:
                 raise AssertionError(f"{process.name} did not log {text!r} within {timeout}s")
             time.sleep(0.1)
 
-    def runner_of(self, task_id: str) -> str:
-        """Which process runs (or ran) a task: `host:pid`, as the runner stores it."""
+    def query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of the hub's database, read as an operator would, beside the hub."""
         url = self.database_url.replace("postgres://", "postgresql://", 1)
         with psycopg.connect(url, connect_timeout=10) as connection:
-            row = connection.execute(
-                "SELECT runner FROM tasks_task WHERE id = %s", (task_id,)
-            ).fetchone()
-        return str(row[0]) if row else ""
+            return connection.execute(sql, params).fetchall()
+
+    def runner_of(self, task_id: str) -> str:
+        """Which process runs (or ran) a task: `host:pid`, as the runner stores it."""
+        rows = self.query("SELECT runner FROM tasks_task WHERE id = %s", (task_id,))
+        return str(rows[0][0]) if rows else ""
 
     def process_running(self, task_id: str) -> Process | None:
         runner = self.runner_of(task_id)
@@ -238,3 +247,19 @@ def start_all(running: Hub) -> Hub:
     except (RuntimeError, TimeoutError) as exc:
         raise RuntimeError(f"the hub did not start: {exc}\n{running.report()}") from exc
     return running
+
+
+@contextmanager
+def running_hub(
+    database_url: str, redis_url: str, root: Path, settings: dict[str, str] | None = None
+) -> Iterator[Hub]:
+    """The whole hub against an empty database and a Redis of the caller's: migrated, seeded
+    and started for the block, every process stopped after it. `settings` are environment
+    variables of every process, over the session's."""
+    env = hub_env(database_url, redis_url, root / "data") | (settings or {})
+    running = Hub(env, env["DATABASE_URL"], root)
+    try:
+        prepare_database(env)
+        yield start_all(running)
+    finally:
+        running.stop()

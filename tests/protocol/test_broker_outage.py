@@ -3,12 +3,9 @@ task it stored, and the turn is handed to the workers as soon as the broker is b
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-import redis
 from pytest_django.fixtures import Settings
 
 from a2ahub import worker
@@ -19,6 +16,7 @@ from tests.factories.agents import secured_agent
 from tests.factories.envelopes import NON_BLOCKING
 from tests.factories.versions import V1, VERSIONS
 from tests.helpers import eventually, free_port
+from tests.integration.servers import redis_server
 from tests.protocol.answers import state_of
 from tests.protocol.callers import Caller
 
@@ -38,29 +36,6 @@ def away_broker(settings: Settings) -> Iterator[int]:
     worker.broker.cache_clear()
     yield port
     worker.broker.cache_clear()
-
-
-@contextmanager
-def redis_server(port: int) -> Iterator[redis.Redis]:
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    client = redis.Redis(port=port)
-    try:
-        assert eventually(lambda: _answers(client), timeout=10), "redis-server did not start"
-        yield client
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 @pytest.mark.parametrize("version", VERSIONS)
