@@ -393,6 +393,15 @@ async def wait_until(predicate: Any, timeout: float) -> bool:
 # -- the run -------------------------------------------------------------------------------
 
 
+def create_agents(env: dict[str, str]) -> None:
+    """The bench's own agents (`AGENTS`), in a hub `hub.prepare_hub` has made."""
+    done = subprocess.run([hub.python(), "manage.py", "shell", "-c", AGENTS], cwd=hub.REPO,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"creating the bench agents failed:\n{done.stdout}\n{done.stderr}")
+    print("  " + done.stdout.strip())
+
+
 def run_all(bench: hub.Bench) -> tuple[list[dict], dict[str, Any] | None]:
     args = bench.args
     ports = [p for p in range(args.port, args.port + 50) if hub.port_free(p)][:2]
@@ -406,11 +415,7 @@ def run_all(bench: hub.Bench) -> tuple[list[dict], dict[str, Any] | None]:
         env["DATABASE_POOL_MAX"] = str(args.pool_max)
     print("== preparing the hub (migrate, seed, bench agents)")
     hub.prepare_hub(bench, env)
-    done = subprocess.run([hub.python(), "manage.py", "shell", "-c", AGENTS], cwd=hub.REPO,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"creating the bench agents failed:\n{done.stdout}\n{done.stderr}")
-    print("  " + done.stdout.strip())
+    create_agents(env)
     celery_pid = hub.start_celery(bench, env)
     rows: list[dict] = []
     if not args.skip_latency:
