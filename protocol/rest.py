@@ -166,7 +166,10 @@ V1_ROUTES = (
 
 def v03_get_task(found: Found) -> pb.GetTaskRequest:
     request = pb.GetTaskRequest(id=found.task)
-    raw = found.request.GET.get("historyLength", "")
+    # 0.3's HTTP mapping is gRPC transcoding, whose query takes a field's proto name as well
+    # as its JSON name; 0.3 clients send either.
+    asked = found.request.GET
+    raw = asked.get("historyLength", "") or asked.get("history_length", "")
     if raw:
         if not raw.isdigit():
             raise invalid_params("historyLength", "must be a whole number")

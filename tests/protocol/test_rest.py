@@ -166,6 +166,9 @@ def test_03_paths_speak_the_03_protobuf_json(rest: Rest, echo: Agent) -> None:
     assert sent["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert sent["task"]["artifacts"][0]["parts"] == [{"text": "hi"}]
     assert read["id"] == task_id and read["history"][0]["content"] == [{"text": "hi"}]
+    for name in ("historyLength", "history_length"):  # a JSON name or, in 0.3, a proto name
+        trimmed = rest.call("GET", f"v1/tasks/{task_id}?{name}=0", version=None).json()
+        assert "history" not in trimmed
     assert Task.objects.get(id=task_id).protocol_version == "0.3"
 
 
