@@ -1,7 +1,7 @@
 """daphne, as the hub runs it: `python -m a2ahub.daphne` takes daphne's own arguments.
 
-Four changes, for streams' small frames, for the event loop under them, and for request
-bodies:
+Five changes, for streams' small frames, for the event loop under them, for request bodies
+and for crowds of new connections:
 - Twisted's reactor runs on uvloop's event loop rather than asyncio's own: the same work
   took a tenth less CPU (one loop turn is every stream's ready work, so every wait on the
   loop got shorter too).
@@ -14,7 +14,10 @@ bodies:
 - Twisted does not parse POST bodies as forms (`parsePOSTFormSubmission`): the ASGI app reads
   every body itself, and Twisted's look at each request's Content-Type alone (through an
   email message object) was a twentieth of a streamed turn's CPU.
-uvicorn with its standard extras does the first three by default.
+- The listening socket queues up to LISTEN_BACKLOG connections, not Twisted's 50. Clients come
+  in crowds: when a web process dies, every stream it held re-attaches elsewhere at once, and
+  a connection past a full queue is dropped by the kernel, then fails on the client's side.
+uvicorn with its standard extras does the first three by default (and has the same backlog).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import asyncio
 import contextlib
 import sys
 from typing import Any
+
+# The kernel caps it at net.core.somaxconn.
+LISTEN_BACKLOG = 2048
 
 
 def install_reactor() -> None:
@@ -62,6 +68,11 @@ def request_init(original: Any, request: Any, *args: Any, **kwargs: Any) -> None
     original(request, *args, **kwargs, parsePOSTFormSubmission=False)
 
 
+def with_backlog(descriptions: list[str]) -> list[str]:
+    """Twisted endpoint strings of daphne's --bind/--port, with our listen backlog."""
+    return [f"{d}:backlog={LISTEN_BACKLOG}" if d.startswith("tcp:") else d for d in descriptions]
+
+
 def patch(owner: type, name: str, wrapper: Any) -> None:
     original = getattr(owner, name)
 
@@ -73,6 +84,7 @@ def patch(owner: type, name: str, wrapper: Any) -> None:
 
 def main() -> None:
     install_reactor()
+    from daphne import cli
     from daphne.cli import CommandLineInterface
     from daphne.http_protocol import WebRequest
     from twisted.web import http
@@ -80,6 +92,8 @@ def main() -> None:
     patch(http.HTTPChannel, "connectionMade", connection_made)
     patch(WebRequest, "handle_reply", handle_reply)
     patch(WebRequest, "__init__", request_init)
+    endpoints = cli.build_endpoint_description_strings
+    cli.build_endpoint_description_strings = lambda *a, **k: with_backlog(endpoints(*a, **k))
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from a2a.client import A2ACardResolver
 
+from a2ahub.daphne import LISTEN_BACKLOG
 from tests.helpers import ROOT, embedded_env, free_port, manage, wait_for_http
 
 
@@ -88,3 +91,17 @@ def test_a_websocket_to_a_path_without_a_page_is_refused_and_the_hub_serves_on(
 
     assert websocket_handshake(base, "/ws/nothing-here/").startswith("HTTP/1.1 403 ")
     assert httpx.get(f"{base}/agents/echo/.well-known/agent-card.json").status_code == 200
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="reads the backlog with iproute2's ss")
+def test_the_web_process_queues_a_crowd_of_new_connections(running_hub: tuple[str, str]) -> None:
+    # When a web process dies, every stream it held re-attaches elsewhere at once; past
+    # Twisted's own queue of 50 the kernel dropped connections, which then failed.
+    base, _ = running_hub
+    port = urlsplit(base).port
+    listening = subprocess.run(
+        ["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(listening[2]) == min(LISTEN_BACKLOG, somaxconn)  # a listener's Send-Q: its backlog

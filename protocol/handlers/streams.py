@@ -21,8 +21,8 @@ from a2ahub.errors import UnsupportedOperationError
 from protocol.calls import Call
 from protocol.handlers.tasks import Turn, owned_task, prepare_turn, queue_turn
 from tasks import events, lifecycle, runner
-from tasks.models import TERMINAL_STATES, ExecutionMode, Task
-from tasks.reading import load_task
+from tasks.models import TERMINAL_STATES, ExecutionMode
+from tasks.reading import load_snapshot
 from tasks.updater import TaskUpdater, release_after_write
 from tasks.wire import event_ends_stream, to_json
 
@@ -109,8 +109,7 @@ async def send_streaming_message(
 def follow_up_snapshot(turn: Turn) -> tuple[pb.Task | None, int]:
     """A follow-up's stream opens with the task as it is now (a new task's stream, with its
     first stored event)."""
-    task = Task.objects.get(id=turn.spec.id)
-    return load_task(task, None), task.last_sequence
+    return load_snapshot(turn.spec.id)
 
 
 async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
@@ -183,12 +182,11 @@ async def subscribe_to_task(
         )
     subscription = await open_subscription(str(task.id))
     try:
-        await released(task.refresh_from_db)()
-        snapshot = await released(load_task)(task, None)
+        snapshot, sequence = await released(load_snapshot)(task.id)
     except BaseException:
         events.unsubscribe(subscription)
         raise
-    return resubscribed(subscription, task.id, snapshot, task.last_sequence, call.last_event_id)
+    return resubscribed(subscription, task.id, snapshot, sequence, call.last_event_id)
 
 
 async def resubscribed(
@@ -200,10 +198,8 @@ async def resubscribed(
 ) -> AsyncIterator[StreamItem]:
     try:
         yield None, {"task": to_json(snapshot)}
-        if snapshot.status.state in (pb.TASK_STATE_COMPLETED, pb.TASK_STATE_CANCELED,
-                                     pb.TASK_STATE_FAILED, pb.TASK_STATE_REJECTED):  # fmt: skip
-            return
-        after = snapshot_sequence
+        # The missed events come first even when the task ended while the client was away
+        # (between the subscribe's check and its snapshot): they include its last one.
         if last_event_id is not None and last_event_id < snapshot_sequence:
             yield PAUSE
             missed = await released(lifecycle.read_events)(
@@ -213,7 +209,10 @@ async def resubscribed(
                 yield item
                 if event_ends_stream(item[1]):
                     return
-        async for item in follow(subscription, str(task_id), after):
+        if snapshot.status.state in (pb.TASK_STATE_COMPLETED, pb.TASK_STATE_CANCELED,
+                                     pb.TASK_STATE_FAILED, pb.TASK_STATE_REJECTED):  # fmt: skip
+            return
+        async for item in follow(subscription, str(task_id), snapshot_sequence):
             yield item
     finally:
         events.unsubscribe(subscription)

@@ -5,34 +5,18 @@ When a test that used it fails, the tail of every hub process's log is added to 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 
 import pytest
 
-from tests.integration.stack import (
-    Hub,
-    claim_redis_database,
-    create_database,
-    drop_database,
-    postgres_url,
-    release_redis_database,
-    running_hub,
-)
+from tests.integration.stack import Hub, hub_of_its_own
 
 
 @pytest.fixture(scope="session")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """Two web processes and two workers sharing one database and one Redis."""
-    name = f"a2ahub_it_{uuid.uuid4().hex[:10]}"
-    root = tmp_path_factory.mktemp("hub")
-    with ExitStack() as cleanup:  # undone in reverse: processes, database, Redis claim
-        redis_url = claim_redis_database(name)
-        cleanup.callback(release_redis_database, redis_url, name)
-        create_database(name)
-        cleanup.callback(drop_database, name)
-        yield cleanup.enter_context(running_hub(postgres_url(name), redis_url, root))
+    with hub_of_its_own("a2ahub_it", tmp_path_factory.mktemp("hub")) as running:
+        yield running
 
 
 @pytest.hookimpl(wrapper=True)

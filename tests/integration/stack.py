@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,3 +263,18 @@ def running_hub(
         yield start_all(running)
     finally:
         running.stop()
+
+
+@contextmanager
+def hub_of_its_own(
+    prefix: str, root: Path, settings: dict[str, str] | None = None
+) -> Iterator[Hub]:
+    """A running hub on a database made for it and a Redis database claimed for it, all
+    undone in reverse after the block: processes, database, Redis claim."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with ExitStack() as cleanup:
+        redis_url = claim_redis_database(name)
+        cleanup.callback(release_redis_database, redis_url, name)
+        create_database(name)
+        cleanup.callback(drop_database, name)
+        yield cleanup.enter_context(running_hub(postgres_url(name), redis_url, root, settings))

@@ -10,24 +10,13 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
-from tests.integration.stack import (
-    Hub,
-    claim_redis_database,
-    create_database,
-    drop_database,
-    hub_env,
-    postgres_url,
-    prepare_database,
-    release_redis_database,
-    start_all,
-)
+from tests.integration.stack import Hub, hub_of_its_own
 from tests.push.receiver import Behaviour, Received, Receiver, verified_claims
 
 pytestmark = pytest.mark.integration
@@ -48,18 +37,8 @@ TOKEN = "real-stack-token"
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """The session hub's recipe (see conftest.py) with push settings for a local receiver;
     named `hub` so a failing test's report carries the hub's process logs."""
-    name = f"a2ahub_push_{uuid.uuid4().hex[:10]}"
-    root = tmp_path_factory.mktemp("push-hub")
-    with ExitStack() as cleanup:
-        redis_url = claim_redis_database(name)
-        cleanup.callback(release_redis_database, redis_url, name)
-        create_database(name)
-        cleanup.callback(drop_database, name)
-        env = hub_env(postgres_url(name), redis_url, root / "data") | PUSH_ENV
-        running = Hub(env, env["DATABASE_URL"], root)
-        cleanup.callback(running.stop)
-        prepare_database(env)
-        yield start_all(running)
+    with hub_of_its_own("a2ahub_push", tmp_path_factory.mktemp("push-hub"), PUSH_ENV) as running:
+        yield running
 
 
 @pytest.fixture

@@ -138,6 +138,24 @@ class Stream:
             frames.append(frame)
         return frames
 
+    def through(self, sequence: int) -> list[Frame]:
+        """Frames up to and including the first stored event numbered `sequence` or later."""
+        frames: list[Frame] = []
+        while not stored_ids(frames) or stored_ids(frames)[-1] < sequence:
+            frames += self.take(1)
+        return frames
+
+    def until_cut(self) -> tuple[list[Frame], bool]:
+        """Every frame still readable, and whether the connection broke (its server died)
+        rather than the stream ending as it should."""
+        frames: list[Frame] = []
+        try:
+            while (frame := self.next()) is not None:
+                frames.append(frame)
+        except httpx.TransportError:
+            return frames, True
+        return frames, False
+
 
 @contextmanager
 def open_stream(

@@ -12,6 +12,7 @@ import pytest
 from tests.factories.envelopes import UNKNOWN_TASK
 from tests.factories.messages import wire_message
 from tests.factories.versions import V03, V1, VERSIONS
+from tests.helpers import eventually
 from tests.protocol.answers import state_of
 from tests.streaming.server import StreamServer
 from tests.streaming.sse import (
@@ -33,6 +34,11 @@ def essay_of(http: httpx.Client, slug: str, version: str, task_id: str) -> str:
     task = call(http, slug, version, "get", {"id": task_id})["result"]  # a bare Task
     assert state_of(task) == "completed", task
     return artifact_text(task)
+
+
+def written_text(http: httpx.Client, slug: str, version: str, task_id: str) -> str:
+    """The artifact text the task holds so far."""
+    return artifact_text(call(http, slug, version, "get", {"id": task_id})["result"])
 
 
 @both_versions
@@ -81,7 +87,7 @@ def test_a_subscription_begins_with_the_current_task_then_live_events(
     http: httpx.Client, version: str
 ) -> None:
     task = start_task(http, "essay", version)
-    time.sleep(0.5)  # let the writer store a chunk or two
+    assert eventually(lambda: written_text(http, "essay", version, task["id"]) != "")
 
     with open_stream(http, "essay", version, "subscribe", {"id": task["id"]}) as stream:
         snapshot, *live = stream.rest()
