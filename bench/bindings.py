@@ -18,17 +18,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import datetime as dt
 import importlib.util
 import json
 import os
 import shlex
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -532,28 +528,9 @@ def main(argv: list[str] | None = None) -> int:
     args.shared = args.shared.resolve()
     pin = hub.check_prerequisites(args)
     load = load_generator(args.shared)
-    logs = Path(tempfile.mkdtemp(prefix="a2ahub-bindings-"))
-    bench = hub.Bench(args, logs, pin)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if pin:
-        # This process is the client: keep it off the servers' core.
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {hub.GENERATOR_CORE})
     started = time.monotonic()
-    rows: list[Measured] = []
-    profiles: list[str] = []
-    try:
-        if pin:
-            hub.pin_services(bench)
+    with hub.bench_session(args, "a2ahub-bindings-", pin, client_core=True) as bench:
         rows, profiles = run_all(bench, load)
-    finally:
-        hub.cleanup(bench)
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-        if args.keep_logs:
-            print(f"\nserver logs kept in {logs}")
-        else:
-            shutil.rmtree(logs, ignore_errors=True)
     text = report(bench, rows, profiles)
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:

@@ -24,14 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -368,26 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.shared = args.shared.resolve()
     pin = hub.check_prerequisites(args)
-    logs = Path(tempfile.mkdtemp(prefix="a2ahub-push-"))
-    bench = hub.Bench(args, logs, pin)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if pin:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {hub.GENERATOR_CORE})
     started = time.monotonic()
-    results: list[dict[str, Any]] = []
-    try:
-        if pin:
-            hub.pin_services(bench)
+    with hub.bench_session(args, "a2ahub-push-", pin, client_core=True) as bench:
         results = run_all(bench)
-    finally:
-        hub.cleanup(bench)
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-        if args.keep_logs:
-            print(f"\nserver logs kept in {logs}")
-        else:
-            shutil.rmtree(logs, ignore_errors=True)
     text = "\n\n".join([f"Run: {environment(bench)}", table(results), notes(results)])
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:

@@ -26,6 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -535,26 +536,53 @@ def check_prerequisites(args: argparse.Namespace) -> bool:
     return pin
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    args.shared = args.shared.resolve()
-    pin = check_prerequisites(args)
-    logs = Path(tempfile.mkdtemp(prefix="a2ahub-bench-"))
+@contextlib.contextmanager
+def bench_session(
+    args: argparse.Namespace,
+    prefix: str,
+    pin: bool,
+    client_core: bool = False,
+    before_logs_go: Callable[[Path], None] | None = None,
+) -> Iterator[Bench]:
+    """One bench run's servers: a logs folder and a `Bench`, the services pinned to their
+    core (and this process to the clients' core when it is the client), and, whatever
+    happens, every process stopped, databases dropped, pinning undone and the logs removed
+    unless kept."""
+    logs = Path(tempfile.mkdtemp(prefix=prefix))
     bench = Bench(args, logs, pin)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = time.monotonic()
+    if pin and client_core:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {GENERATOR_CORE})
     try:
         if pin:
             pin_services(bench)
-        run_all(bench)
+        yield bench
     finally:
         cleanup(bench)
-        if args.json_out and (logs / "load.jsonl").exists():
-            shutil.copyfile(logs / "load.jsonl", args.json_out)
+        if client_core:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        if before_logs_go is not None:
+            before_logs_go(logs)
         if args.keep_logs:
             print(f"\nserver logs kept in {logs}")
         else:
             shutil.rmtree(logs, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.shared = args.shared.resolve()
+    pin = check_prerequisites(args)
+    started = time.monotonic()
+
+    def keep_load(logs: Path) -> None:
+        if args.json_out and (logs / "load.jsonl").exists():
+            shutil.copyfile(logs / "load.jsonl", args.json_out)
+
+    with bench_session(args, "a2ahub-bench-", pin, before_logs_go=keep_load) as bench:
+        run_all(bench)
     text = report(bench)
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:

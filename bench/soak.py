@@ -31,12 +31,9 @@ import itertools
 import json
 import os
 import random
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -549,21 +546,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if raise_fd_limit() < args.streams + 500:
         raise SystemExit(f"the open-file limit is too low for {args.streams} streams")
-    logs = Path(tempfile.mkdtemp(prefix="a2ahub-soak-"))
-    bench = hub.Bench(args, logs, pin=False)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
+    with hub.bench_session(args, "a2ahub-soak-", False) as bench:
         target = given_hub(args) if args.url else start_hub(bench)
         print(f"\n== {args.streams} streams and {args.rate:g} sends/s for {args.minutes:g} min")
         result = asyncio.run(soak(target, args))
         for name in bench.processes:
             bench.check_alive(name)
-    finally:
-        hub.cleanup(bench)
-        if args.keep_logs:
-            print(f"\nserver logs kept in {logs}")
-        else:
-            shutil.rmtree(logs, ignore_errors=True)
     text = report(target, args, result)
     print(f"\n{text}")
     if args.markdown:

@@ -22,17 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import json
 import os
 import resource
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -569,28 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     fds = raise_fd_limit()
     if fds < args.streams + 200:
         raise SystemExit(f"open-file limit {fds} is too low for {args.streams} streams")
-    logs = Path(tempfile.mkdtemp(prefix="a2ahub-streams-"))
-    bench = hub.Bench(args, logs, pin)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if pin:
-        # This process is the stream-holding client: keep it off the servers' core.
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {hub.GENERATOR_CORE})
     started = time.monotonic()
-    rows: list[dict] = []
-    hold = None
-    try:
-        if pin:
-            hub.pin_services(bench)
+    with hub.bench_session(args, "a2ahub-streams-", pin, client_core=True) as bench:
         rows, hold = run_all(bench)
-    finally:
-        hub.cleanup(bench)
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-        if args.keep_logs:
-            print(f"\nserver logs kept in {logs}")
-        else:
-            shutil.rmtree(logs, ignore_errors=True)
     text = report(bench, rows, hold)
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:
