@@ -29,7 +29,7 @@ import asyncpg
 import orjson
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import OperationalError, connections
+from django.db import IntegrityError, OperationalError, connections
 from psycopg.types.json import Jsonb
 
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
@@ -158,6 +158,9 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
             return []
     except UNREACHABLE as exc:
         raise OperationalError(f"the database cannot be reached: {exc}") from exc
+    except asyncpg.IntegrityConstraintViolationError as exc:
+        # As the ORM's connections raise it, so callers catch one class on both paths.
+        raise IntegrityError(str(exc)) from exc
 
 
 async def close() -> None:

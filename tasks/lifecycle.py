@@ -8,19 +8,21 @@ are published to the listeners after commit. Terminal tasks never change.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property, partial
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import asyncdb
+from a2ahub.errors import invalid_params
 from tasks import events, hooks, sql
 from tasks.models import (
     OPEN_STATES,
@@ -281,16 +283,17 @@ def open_task(
     the outcome knows no messages, and the turn's end carries no snapshot of the task (a
     stream, say, has no use for one)."""
     task, writer, end = plan_open(spec, changes, runner)
-    if spec.push_config is None and sql.can_insert_in_one_statement():
-        sql.insert_all(new_rows(task, writer))
-        after_commit(writer)
-    else:
-        with transaction.atomic():
-            task.save(force_insert=True)
-            if spec.push_config is not None:
-                hooks.run_config_given(task, spec.push_config)
-            writer.save_rows()
+    with client_id_guard(spec):
+        if spec.push_config is None and sql.can_insert_in_one_statement():
+            sql.insert_all(new_rows(task, writer))
             after_commit(writer)
+        else:
+            with transaction.atomic():
+                task.save(force_insert=True)
+                if spec.push_config is not None:
+                    hooks.run_config_given(task, spec.push_config)
+                writer.save_rows()
+                after_commit(writer)
     return opened(task, writer, end, history)
 
 
@@ -301,9 +304,24 @@ async def open_task_async(
     assert spec.push_config is None
     task, writer, end = plan_open(spec, changes, runner)
     statement, params = sql.insert_all_statement(new_rows(task, writer))
-    await asyncdb.execute(statement, params)
+    with client_id_guard(spec):
+        await asyncdb.execute(statement, params)
     events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in writer.events])
     return opened(task, writer, end, history)
+
+
+@contextmanager
+def client_id_guard(spec: NewTask) -> Iterator[None]:
+    """Two first sends naming the same new task (a pre-0.2 client's own id) at once: the
+    unique constraint lets one task be made, and the other request is told why it was not."""
+    try:
+        yield
+    except IntegrityError:
+        if not spec.client_id:
+            raise
+        raise invalid_params(
+            "id", "another request is creating a task with this id; send again once it answers"
+        ) from None
 
 
 def plan_open(

@@ -18,15 +18,21 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError, transaction
 
+from a2ahub.errors import InvalidParamsError
 from agents.models import Agent
 from push.models import PushNotificationConfig
+from tasks import lifecycle
+from tasks.lifecycle import NewTask
 from tasks.models import Task
+from tasks.wire import V01
 from tests.factories.agents import KEY_HEADER, secured_agent
 from tests.factories.envelopes import url
 from tests.factories.errors import invalid_params, task_not_found
+from tests.factories.messages import user_message
 from tests.factories.pre02 import SEED_TASK, exchange, old_request, old_send, sse_frames
 from tests.factories.push import CREDENTIALS, TOKEN
 from tests.factories.versions import V03, V1
+from tests.helpers import postgresql_only
 from tests.protocol.answers import error_of, result_of, texts
 from tests.protocol.callers import AsyncCaller, Caller
 from tests.push.receiver import Receiver
@@ -377,6 +383,43 @@ def test_the_database_holds_a_callers_ids_unique_on_an_agent(
     with pytest.raises(IntegrityError), transaction.atomic():
         twin.save(force_insert=True)
     assert Task.objects.filter(client_id="").count() == 2
+
+
+def second_opening(task: Task) -> NewTask:
+    """What a second first send naming the same id would store, had it lost the race."""
+    return NewTask(
+        agent_id=task.agent_id, owner=task.owner, context_id="ctx-2", client_id=task.client_id,
+        message=user_message("me too"), protocol_version=V01, execution_mode="inline",
+    )  # fmt: skip
+
+
+def test_a_first_send_that_loses_the_race_for_its_id_is_told_why(
+    caller: Caller, echo_all: Agent
+) -> None:
+    replayed(caller, "echo", old_send(SEED_TASK))
+    winner = Task.objects.get(client_id=SEED_TASK)
+
+    with pytest.raises(InvalidParamsError) as refused:
+        lifecycle.open_task(second_opening(winner))
+
+    assert refused.value.data == {"field": "id"}
+    assert Task.objects.filter(client_id=SEED_TASK).count() == 1
+
+
+@postgresql_only("the event loop's writer is PostgreSQL's")
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_event_loops_writer_tells_the_loser_of_the_race_too(
+    caller: Caller, echo_all: Agent
+) -> None:
+    await sync_to_async(replayed)(caller, "echo", old_send(SEED_TASK))
+    winner = await Task.objects.aget(client_id=SEED_TASK)
+
+    with pytest.raises(InvalidParamsError) as refused:
+        await lifecycle.open_task_async(second_opening(winner))
+
+    assert refused.value.data == {"field": "id"}
+    assert await Task.objects.filter(client_id=SEED_TASK).acount() == 1
 
 
 NAMING_THE_TASK = {
