@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import redis
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
@@ -189,8 +190,12 @@ def request_stop(task_id: str) -> bool:
 def stop_everywhere(task_id: str) -> None:
     if request_stop(task_id) or not settings.REDIS_URL:
         return
-
-    redis_clients.shared_client().publish(CONTROL_CHANNEL, task_id)
+    try:
+        redis_clients.shared_client().publish(CONTROL_CHANNEL, task_id)
+    except redis.RedisError as exc:
+        # The cancel is stored already, and is the answer: a turn running elsewhere meets
+        # it at its next write, which the terminal state refuses, and ends there.
+        logger.warning("task %s canceled, but its runner could not be told: %s", task_id, exc)
 
 
 @dataclass

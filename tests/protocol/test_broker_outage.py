@@ -80,3 +80,17 @@ def test_a_send_with_a_webhook_while_the_broker_is_away_answers_and_delivers_lat
             return any(b"push.deliver_config" in job for job in broker.lrange("celery", 0, -1))
 
         assert eventually(queued, timeout=5), "the deliveries' queue was never started"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_cancel_while_redis_is_away_answers_with_the_canceled_task(
+    caller: Caller, echo_worker: Agent, away_broker: int, version: str
+) -> None:
+    """The cancel is stored before anyone is told: a runner elsewhere that cannot be reached
+    meets it at its next write, so the caller gets the canceled task, not an error."""
+    task = caller.send("echo-worker", version, "ping", configuration=NON_BLOCKING[version])
+
+    canceled = caller.result("echo-worker", version, "cancel", {"id": task["id"]})
+
+    assert state_of(canceled) == "canceled"
+    assert Task.objects.get(id=task["id"]).state == "canceled"
