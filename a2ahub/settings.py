@@ -7,6 +7,7 @@ worker); `DATABASE_URL` and `REDIS_URL` turn it into a distributed deployment.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import warnings
@@ -323,6 +324,22 @@ A2A_SKILL_MODULES = env_list("A2A_SKILL_MODULES", "executors.demo_skills")
 AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES
+
+
+def env_networks(name: str, default: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    try:
+        return [ipaddress.ip_network(item) for item in env_list(name, default)]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be comma-separated CIDRs: {exc}") from None
+
+
+# /metrics: a bearer token (401 without it when set), and the client addresses allowed at all
+# (403 otherwise); the numbers name agents and their traffic, so only loopback by default.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+# How long /readyz waits on each part (database, Redis, a worker's answer) before calling it
+# not ready.
+READINESS_TIMEOUT_SECONDS = env_float("READINESS_TIMEOUT_SECONDS", 2.0, 0.1, 30.0)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

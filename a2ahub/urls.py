@@ -1,4 +1,5 @@
-"""The hub's URL map: home and developer pages, admin, hub-wide well-known documents, agents."""
+"""The hub's URL map: home and developer pages, admin, hub-wide well-known documents, the
+operator's probes (health, readiness, metrics), agents."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ urlpatterns = [
     path(".well-known/agent.json", agent_views.hub_card),
     path(".well-known/ai-catalog.json", agent_views.catalog, name="catalog"),
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
+    path("healthz", hub_views.healthz, name="healthz"),
+    path("readyz", hub_views.readyz, name="readyz"),
+    path("metrics", hub_views.prometheus, name="metrics"),
     path("agents/", include("agents.urls")),
     path("agents/", include("protocol.urls")),
     path("a2a/", include("protocol.shared_urls")),

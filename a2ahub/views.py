@@ -1,10 +1,18 @@
-"""Hub-wide documents of the project layer: the public keys that verify what the hub signs."""
+"""Hub-wide documents of the project layer: the public keys that verify what the hub signs,
+and the operator's probes: liveness, readiness and Prometheus metrics."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+import hmac
+import ipaddress
 
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from a2ahub import health, metrics
 from a2ahub.signing import published_keys
 
 
@@ -14,3 +22,49 @@ def jwks(request: HttpRequest) -> JsonResponse:
     response["Cache-Control"] = "public, max-age=300"
     response["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process answers; nothing else is asked (a load balancer's liveness probe)."""
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    parts = health.readiness()
+    failing = sorted(name for name, state in parts.items()
+                     if state not in {health.READY, health.EMBEDDED})  # fmt: skip
+    status = "not ready" if failing else "ready"
+    return JsonResponse({"status": status, "failing": failing, "parts": parts},
+                        status=503 if failing else 200)  # fmt: skip
+
+
+@never_cache
+@require_GET
+def prometheus(request: HttpRequest) -> HttpResponse:
+    if not from_allowed_network(request):
+        return HttpResponse("Metrics are not served to this address.\n", status=403,
+                            content_type="text/plain")  # fmt: skip
+    if settings.METRICS_TOKEN and not bearer_matches(request, settings.METRICS_TOKEN):
+        response = HttpResponse("Send the metrics token as a bearer token.\n", status=401,
+                                content_type="text/plain")  # fmt: skip
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+def from_allowed_network(request: HttpRequest) -> bool:
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return any(address in network for network in settings.METRICS_ALLOWED_NETWORKS)
+
+
+def bearer_matches(request: HttpRequest, token: str) -> bool:
+    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(sent.strip().encode(),
+                                                              token.encode())  # fmt: skip

@@ -8,15 +8,18 @@ result cannot be encoded."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
+from a2ahub import metrics
 from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
@@ -143,6 +146,10 @@ class Exchange:
     version: str = V03
     # 0.3 clients read a streaming method's answer as a stream, errors included.
     stream_errors: bool = False
+    # What the request metrics name: known as the request is read, empty until then.
+    agent: str = ""
+    method: str = ""
+    code: str = "ok"
 
     def failure(self, error: A2AError) -> HttpResponseBase:
         if self.stream_errors:
@@ -158,14 +165,17 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     ex.version = answer_version(requested_version(request))
     body = door.read_body(request, "Send JSON-RPC as application/json.")
     if agent is not None:
+        ex.agent = agent.slug
         principal = await door.authenticate_caller(request, agent)
     envelope = parse_json(body)
     ex.request_id = envelope_id(envelope)
     method_name, params = parse_envelope(envelope)
     ex.version = v01.version_of(method_name, params, door.parse_version(door.raw_version(request)))
     method = find_method(method_name, ex.version)
+    ex.method = method_name
     if agent is None:
         agent = await tenant_agent(params, ex.version)
+        ex.agent = agent.slug
         principal = await door.authenticate_caller(request, agent)
     sending = method_name in SEND_METHODS
     if door.has_limits(agent):
@@ -218,21 +228,39 @@ def not_post() -> JsonResponse:
 
 async def answer(request: HttpRequest, agent: Agent | None) -> HttpResponseBase:
     ex = Exchange()
+    started = time.perf_counter()
+    response = await respond(request, agent, ex)
+    metrics.record_request(ex.agent, ex.method, ex.version, "jsonrpc", ex.code,
+                           time.perf_counter() - started)  # fmt: skip
+    return response
+
+
+async def respond(request: HttpRequest, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
     try:
         return await handle(request, agent, ex)
     except AuthenticationRequired as exc:
+        ex.code = "401"  # HTTP's: no JSON-RPC answer is given
         return door.unauthorized(exc)
     except door.Rejection as exc:
+        ex.code = error_code(exc.error)
         return rpc_response(None, ex.version, error=exc.error, status=exc.status)
     except limits.LimitExceeded as exc:
+        ex.code = error_code(exc.error)
         response = rpc_response(ex.request_id, ex.version, error=exc.error, status=exc.status)
         if exc.retry_after is not None:
             response["Retry-After"] = str(exc.retry_after)
         return response
     except A2AError as exc:
+        ex.code = error_code(exc)
         return ex.failure(exc)
     except Exception as exc:
-        return ex.failure(internal_error(exc))
+        internal = internal_error(exc)
+        ex.code = error_code(internal)
+        return ex.failure(internal)
+
+
+def error_code(error: A2AError) -> str:
+    return str(JSON_RPC_ERROR_CODE_MAP.get(type(error), -32603))
 
 
 @csrf_exempt

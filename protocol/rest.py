@@ -12,6 +12,7 @@ without `A2A-Version` is served as 1.0, since no 0.3 operation lives there.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +27,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseError
 
-from a2ahub import jsonbytes
+from a2ahub import jsonbytes, metrics
 from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
@@ -304,6 +305,9 @@ def check_strings(found: Found, raw: bytes) -> None:
 @dataclass
 class Exchange:
     version: str = V1
+    # What the request metrics name: known as the request is read, empty until then.
+    agent: str = ""
+    method: str = ""
 
 
 async def handle(
@@ -313,7 +317,9 @@ async def handle(
         agent = await door.agent_named(tenant)
         if agent is None:
             raise invalid_params("tenant", f"no agent named {tenant!r} is served here")
+    ex.agent = agent.slug
     found_route, operation, path = match(request.method or "GET", tail)
+    ex.method = operation.method
     ex.version = found_route.version
     ex.version = version_of(request, found_route.version)
     raw = (
@@ -345,6 +351,16 @@ async def answer(
     request: HttpRequest, agent: Agent | None, tail: str, tenant: str = ""
 ) -> HttpResponseBase:
     ex = Exchange(V03 if tail.lstrip("/").startswith("v1/") else V1)
+    started = time.perf_counter()
+    response = await respond(request, agent, tail, ex, tenant)
+    metrics.record_request(ex.agent, ex.method, ex.version, "rest",
+                           str(response.status_code), time.perf_counter() - started)  # fmt: skip
+    return response
+
+
+async def respond(
+    request: HttpRequest, agent: Agent | None, tail: str, ex: Exchange, tenant: str
+) -> HttpResponseBase:
     try:
         return await handle(request, agent, tail, ex, tenant)
     except NoRoute as exc:

@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 
-from a2ahub import asyncdb
+from a2ahub import asyncdb, metrics
 from a2ahub.errors import A2AError, InvalidRequestError, internal_error
 from protocol import jsonrpc, rest
 from protocol.jsonrpc import answer_version, endpoint, rpc_response
@@ -229,6 +229,7 @@ async def send_streaming(response: Any, send: Any, receive: Any) -> None:
         streaming.cancel()
 
     listening = asyncio.create_task(disconnected())
+    metrics.OPEN_STREAMS.inc()
     try:
         await pump(response, send)
     except asyncio.CancelledError:
@@ -238,6 +239,7 @@ async def send_streaming(response: Any, send: Any, receive: Any) -> None:
     except OSError:
         pass  # the connection broke under a write
     finally:
+        metrics.OPEN_STREAMS.dec()
         listening.cancel()
 
 

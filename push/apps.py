@@ -1,5 +1,5 @@
 """App configuration for `push`: it takes part in the task writer's work through its hooks,
-and prunes its finished deliveries as a periodic job."""
+prunes its finished deliveries as a periodic job, and counts its queues for `/metrics`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ class PushConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from a2ahub import schedule
-        from push import jobs, outbox
+        from a2ahub import metrics, schedule
+        from push import gauges, jobs, outbox
         from tasks.retention import PRUNE_EVERY_SECONDS
 
         outbox.register()
         # Deletes delivered and abandoned deliveries past PUSH_DELIVERY_RETENTION_DAYS.
         schedule.register(jobs.prune_finished_deliveries, lambda: PRUNE_EVERY_SECONDS)
+        metrics.register("push", gauges.deliveries)

@@ -12,8 +12,8 @@ class TasksConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from a2ahub import schedule
-        from tasks import checks, jobs, retention
+        from a2ahub import metrics, schedule
+        from tasks import checks, gauges, jobs, retention
 
         # The raw SQL of the hot paths must still fit the models, or start-up fails.
         checks.register()
@@ -22,3 +22,4 @@ class TasksConfig(AppConfig):
         schedule.register(jobs.recover_stale_tasks, lambda: settings.TASK_HEARTBEAT_SECONDS)
         # Deletes finished tasks past TASK_RETENTION_DAYS (nothing while it is 0).
         schedule.register(jobs.prune_finished_tasks, lambda: retention.PRUNE_EVERY_SECONDS)
+        metrics.register("tasks", gauges.open_tasks)
