@@ -94,3 +94,9 @@ def test_a_cancel_while_redis_is_away_answers_with_the_canceled_task(
 
     assert state_of(canceled) == "canceled"
     assert Task.objects.get(id=task["id"]).state == "canceled"
+    with redis_server(away_broker) as broker:  # the held turn leaves with the broker's return
+
+        def queued() -> bool:
+            return any(task["id"].encode() in job for job in broker.lrange("celery", 0, -1))
+
+        assert eventually(queued, timeout=5), "the turn never reached the broker"

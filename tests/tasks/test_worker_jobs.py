@@ -150,6 +150,9 @@ def test_a_cancel_stops_a_turn_running_on_a_worker_thread(
 
 def test_a_queued_job_is_the_message_celery_itself_would_queue(db: None) -> None:
     args = ("a-task", "queued:token", "a2ahub:reply:web:1")
+    with app.connection_for_write() as connection:
+        # The in-memory queue is the process's: it may hold what earlier tests sent.
+        connection.default_channel.queue_purge("celery")
     jobs.run_task.apply_async(args=args)  # the test settings' broker keeps it in memory
     with app.connection_for_write() as connection:
         celery_made = connection.default_channel._get("celery")
