@@ -268,9 +268,21 @@ def inline_push_config(
     if not request.configuration.HasField("task_push_notification_config"):
         return None
     from protocol.handlers.push import require_push
+# The columns the ids are stored in: a longer id is refused, not cut (PostgreSQL would refuse
+# the write only after the task was planned).
+MAX_MESSAGE_ID = Message._meta.get_field("message_id").max_length or 200
+MAX_CONTEXT_ID = Task._meta.get_field("context_id").max_length or 200
+
+
     from push.configs import check_config
 
     config = request.configuration.task_push_notification_config
+    for field, value, limit in (
+        ("message.messageId", message.message_id, MAX_MESSAGE_ID),
+        ("message.contextId", message.context_id, MAX_CONTEXT_ID),
+    ):
+        if len(value) > limit:
+            raise invalid_params(field, f"must be at most {limit} characters")
     require_push(call)
     check_config(config)
     return config

@@ -127,6 +127,29 @@ def test_it_refuses_a_message_holding_a_string_it_cannot_carry_and_stores_nothin
     assert nothing_stored()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("field", ["messageId", "contextId"])
+def test_it_refuses_an_id_longer_than_it_stores_and_stores_nothing(
+    caller: Caller, echo: Agent, version: str, field: str
+) -> None:
+    # 201 characters of two bytes each: the limit counts characters, as the column does.
+    error = caller.error("echo", version, "send", message={field: "é" * 201})
+
+    message_field = f"message.{field}"
+    assert error == invalid_params(version, message_field, "must be at most 200 characters")
+    assert nothing_stored()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_it_takes_ids_as_long_as_it_stores(caller: Caller, echo: Agent, version: str) -> None:
+    ids = {"messageId": "é" * 200, "contextId": "ç" * 200}
+
+    caller.result("echo", version, "send", message=ids)
+
+    assert Message.objects.get().message_id == ids["messageId"]
+    assert Task.objects.get().context_id == ids["contextId"]
+
+
 async def refusal_stream(content: AsyncIterator[bytes]) -> bytes:
     """A refusal's one write, and the stream's end. An accepted stream would wait for its
     agent, which under the sync test client never runs: that fails in seconds, not hangs."""
