@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, task_postrun, worker_init
+from celery.signals import beat_init, task_postrun, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -31,6 +31,21 @@ def let_jobs_block_their_loops(**_: object) -> None:
     from a2ahub.worker import allow_blocking_jobs
 
     allow_blocking_jobs()
+
+
+@task_prerun.connect
+def carry_request_id(task: Any, **_: object) -> None:
+    """A job a request queued logs with the request's id (`a2ahub.worker.job_message`)."""
+    from a2ahub import request_id
+
+    request_id.resume(task.request.get(request_id.JOB_HEADER))
+
+
+@task_postrun.connect
+def forget_request_id(**_: object) -> None:
+    from a2ahub import request_id
+
+    request_id.current.set(None)  # the thread's next job may come from no request
 
 
 @task_postrun.connect

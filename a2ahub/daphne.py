@@ -18,17 +18,24 @@ and for crowds of new connections:
   in crowds: when a web process dies, every stream it held re-attaches elsewhere at once, and
   a connection past a full queue is dropped by the kernel, then fails on the client's side.
 uvicorn with its standard extras does the first three by default (and has the same backlog).
+
+With `LOG_FORMAT=json` the access log goes through logging too, so that every line is JSON and
+carries the request's id (daphne writes it during the answer's last send, in the request's
+task).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 from typing import Any
 
 # The kernel caps it at net.core.somaxconn.
 LISTEN_BACKLOG = 2048
+
+access_logger = logging.getLogger("daphne.access")
 
 
 def install_reactor() -> None:
@@ -68,6 +75,21 @@ def request_init(original: Any, request: Any, *args: Any, **kwargs: Any) -> None
     original(request, *args, **kwargs, parsePOSTFormSubmission=False)
 
 
+def access_entry(
+    original: Any, generator: Any, protocol: str, action: str, details: dict[str, Any]
+) -> None:
+    from django.conf import settings
+
+    if settings.LOG_FORMAT != "json":
+        original(generator, protocol, action, details)
+    elif protocol == "http" and action == "complete":
+        access_logger.info('%s "%s %s" %s %s %.3fs', details["client"], details["method"],
+                           details["path"], details["status"], details["size"],
+                           details["time_taken"])  # fmt: skip
+    elif protocol == "websocket":
+        access_logger.info('%s "%s %s"', details.get("client"), action, details.get("path"))
+
+
 def with_backlog(descriptions: list[str]) -> list[str]:
     """Twisted endpoint strings of daphne's --bind/--port, with our listen backlog."""
     return [f"{d}:backlog={LISTEN_BACKLOG}" if d.startswith("tcp:") else d for d in descriptions]
@@ -85,6 +107,7 @@ def patch(owner: type, name: str, wrapper: Any) -> None:
 def main() -> None:
     install_reactor()
     from daphne import cli
+    from daphne.access import AccessLogGenerator
     from daphne.cli import CommandLineInterface
     from daphne.http_protocol import WebRequest
     from twisted.web import http
@@ -92,6 +115,7 @@ def main() -> None:
     patch(http.HTTPChannel, "connectionMade", connection_made)
     patch(WebRequest, "handle_reply", handle_reply)
     patch(WebRequest, "__init__", request_init)
+    patch(AccessLogGenerator, "__call__", access_entry)
     endpoints = cli.build_endpoint_description_strings
     cli.build_endpoint_description_strings = lambda *a, **k: with_backlog(endpoints(*a, **k))
     sys.argv[0] = "daphne"

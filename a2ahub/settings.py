@@ -154,6 +154,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later middleware's log lines carry the request's id (the A2A doors,
+    # served without middleware, set theirs in protocol/rpc_asgi.py).
+    "a2ahub.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -347,11 +350,20 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
     )
 
+# `json`: one JSON object a line, with the id, agent, method and binding of the request that
+# wrote it (a2ahub/logs.py); `plain`: text for people.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain").lower()
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "a2ahub.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # httpx logs every request URL at INFO, and webhook URLs may carry secrets.
     "loggers": {"django.db.backends": {"level": "INFO"}, "httpx": {"level": "WARNING"}},

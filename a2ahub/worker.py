@@ -31,7 +31,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
-from a2ahub import redis_clients
+from a2ahub import redis_clients, request_id
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +173,8 @@ def job_message(job: Any, args: Sequence[Any]) -> str:
         "ignore_result": bool(job.ignore_result), "replaced_task_nesting": 0,
         "stamped_headers": None, "stamps": {},
     }  # fmt: skip
+    if sent_by := request_id.current_id():
+        headers[request_id.JOB_HEADER] = sent_by  # the job's log lines carry it (a2ahub.celery)
     properties = {
         "correlation_id": job_id, "reply_to": "", "delivery_mode": 2,
         "delivery_info": {"exchange": "", "routing_key": queue_name()}, "priority": 0,

@@ -19,7 +19,7 @@ from django.http import HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
-from a2ahub import metrics
+from a2ahub import metrics, request_id
 from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
@@ -228,6 +228,7 @@ def not_post() -> JsonResponse:
 
 async def answer(request: HttpRequest, agent: Agent | None) -> HttpResponseBase:
     ex = Exchange()
+    request_id.describe(ex, "jsonrpc")
     started = time.perf_counter()
     response = await respond(request, agent, ex)
     metrics.record_request(ex.agent, ex.method, ex.version, "jsonrpc", ex.code,

@@ -27,7 +27,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseError
 
-from a2ahub import jsonbytes, metrics
+from a2ahub import jsonbytes, metrics, request_id
 from a2ahub.errors import (
     A2AError,
     AuthenticationRequired,
@@ -351,6 +351,7 @@ async def answer(
     request: HttpRequest, agent: Agent | None, tail: str, tenant: str = ""
 ) -> HttpResponseBase:
     ex = Exchange(V03 if tail.lstrip("/").startswith("v1/") else V1)
+    request_id.describe(ex, "rest")
     started = time.perf_counter()
     response = await respond(request, agent, tail, ex, tenant)
     metrics.record_request(ex.agent, ex.method, ex.version, "rest",

@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 
-from a2ahub import asyncdb, metrics
+from a2ahub import asyncdb, metrics, request_id
 from a2ahub.errors import A2AError, InvalidRequestError, internal_error
 from protocol import jsonrpc, rest
 from protocol.jsonrpc import answer_version, endpoint, rpc_response
@@ -93,6 +93,7 @@ def endpoint_for(path: str) -> Endpoint | None:
 
 
 async def serve(scope: Scope, receive: Any, send: Any, door: Endpoint) -> None:
+    request_id.begin_asgi(scope.get("headers", []))
     try:
         body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES)
     except Disconnected:
@@ -202,7 +203,9 @@ def header_version(scope: Scope) -> str:
 
 
 def headers_of(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
+    headers = [(name.encode("ascii"), value.encode("latin1")) for name, value in response.items()]
+    headers.append((request_id.ASGI_HEADER, request_id.current_id().encode("ascii")))
+    return headers
 
 
 async def send_plain(response: Any, send: Any) -> None:

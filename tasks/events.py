@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
 import json
 import logging
@@ -280,7 +281,9 @@ class RedisListener:
             self.done += len(batch)
             self.wake_waiters()
             if self.reader is None or self.reader.done():
-                self.reader = asyncio.create_task(self.read())
+                # It outlives the request that started it: out of that request's context, or
+                # its log lines would carry the request's id (a2ahub.request_id).
+                self.reader = asyncio.create_task(self.read(), context=contextvars.Context())
 
     async def resubscribe(self) -> None:
         """Subscribe to every channel wanted now (in order with the other commands, so none

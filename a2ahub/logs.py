@@ -1,0 +1,48 @@
+"""Log lines as JSON objects, one a line (`LOG_FORMAT=json`): time, level, logger, message,
+process, the request being handled (its id, agent, JSON-RPC method and binding, as far as
+they are known) and the exception's text when there is one.
+
+The request is read from its context variable (`a2ahub.request_id`) as the line is written:
+handlers format in the thread or task that logged, which is the request's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from a2ahub import request_id
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "process": record.process,
+        }
+        context = request_id.current.get()
+        if context is not None:
+            line["request_id"] = context.id
+            line.update(
+                (name, value)
+                for name, value in (
+                    ("agent", context.agent),
+                    ("method", context.method),
+                    ("binding", context.binding),
+                )
+                if value
+            )
+        if record.exc_info:
+            record.exc_text = record.exc_text or self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exception"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        # Anything a library passed that JSON has no type for is written as its str().
+        return orjson.dumps(line, default=str).decode()
