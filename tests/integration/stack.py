@@ -98,6 +98,7 @@ class Hub:
     logs: Path
     web_a: str = ""
     web_b: str = ""
+    more_web: list[str] = field(default_factory=list)  # web processes a test added
     processes: list[Process] = field(default_factory=list)
 
     @property
