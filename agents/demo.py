@@ -110,16 +110,19 @@ DEMO_AGENTS: list[dict[str, Any]] = [
     {
         "slug": "toolbox",
         "name": "Toolbox",
-        "description": "Small tools written as Python functions: reverse, count, count down.",
+        "description": "Small tools written as Python functions: reverse, count, count down, "
+        "tell a story in five chunks, draw a picture.",
         "executor_kind": "python",
         "executor_settings": {
             "functions": {
                 "reverse": "demo.reverse",
                 "count": "demo.word_count",
                 "countdown": "demo.countdown",
+                "story": "demo.story",
+                "picture": "demo.picture",
             }
         },
-        "default_output_modes": ["text/plain", "application/json"],
+        "default_output_modes": ["text/plain", "application/json", "image/png"],
         "skills": [
             {
                 "skill_id": "reverse",
@@ -141,6 +144,21 @@ DEMO_AGENTS: list[dict[str, Any]] = [
                 "description": "Streams a countdown from the number you send.",
                 "tags": ["streaming", "python"],
                 "examples": ["5"],
+            },
+            {
+                "skill_id": "story",
+                "name": "Story",
+                "description": "Streams a short story in five chunks, one every half second.",
+                "tags": ["streaming", "python"],
+                "examples": ["tell me a story"],
+            },
+            {
+                "skill_id": "picture",
+                "name": "Picture",
+                "description": "Answers with a small PNG image drawn by code.",
+                "tags": ["file", "image", "python"],
+                "examples": ["draw"],
+                "output_modes": ["image/png"],
             },
         ],
     },

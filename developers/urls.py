@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from developers import views
+from developers import chat, views
 
 app_name = "developers"
 
@@ -32,4 +32,8 @@ urlpatterns = [
     path("agents/<str:slug>/keys/", views.key_list, name="keys"),
     path("agents/<str:slug>/keys/<int:key_id>/revoke/", views.key_revoke, name="key-revoke"),
     path("agents/<str:slug>/tasks/", views.task_list, name="tasks"),
+    path("agents/<str:slug>/chat/", chat.chat_page, name="chat"),
+    path("agents/<str:slug>/chat/send/", chat.chat_send, name="chat-send"),
+    path("agents/<str:slug>/chat/cancel/", chat.chat_cancel, name="chat-cancel"),
+    path("agents/<str:slug>/chat/file/", chat.chat_file, name="chat-file"),
 ]

@@ -7,6 +7,7 @@ is a 404, never a 403 that would confirm it exists.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
@@ -287,9 +288,21 @@ def key_revoke(request: HttpRequest, slug: str, key_id: int) -> HttpResponse:
 def task_list(request: HttpRequest, slug: str) -> HttpResponse:
     agent = owned_agent(request, slug)
     tasks = Task.objects.filter(agent=agent).order_by("-created_at", "-id")
+    # One task (the chat console links its task here): an id that is none is no task.
+    only = request.GET.get("task", "")
+    if only:
+        tasks = tasks.filter(id=only) if is_uuid(only) else tasks.none()
     page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = [with_status_text(task) for task in page.object_list]
-    return render(request, "developers/tasks.html", {"agent": agent, "page": page})
+    return render(request, "developers/tasks.html", {"agent": agent, "page": page, "only": only})
+
+
+def is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 def with_status_text(task: Task) -> Task:

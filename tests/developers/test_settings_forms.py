@@ -119,8 +119,8 @@ def test_the_python_form_names_the_registered_functions() -> None:
     help_text = str(PythonSettingsForm()["functions"].help_text)
     assert "demo.reverse" in help_text
     assert help_text.endswith(
-        " Registered functions: <code>demo.countdown</code>, <code>demo.reverse</code>, "
-        "<code>demo.word_count</code>."
+        " Registered functions: <code>demo.countdown</code>, <code>demo.picture</code>, "
+        "<code>demo.reverse</code>, <code>demo.story</code>, <code>demo.word_count</code>."
     )
 
 

@@ -1,0 +1,366 @@
+"""The chat console's views through Django's test clients: who may chat with which agent, the
+stream a message gets, questions, canceling, the file view, and what others cannot reach.
+
+Personas and their rights:
+- `developer` (tests/conftest.py): signed in; chats with their own agents, the listed agents
+  that take any caller, and the agents an unrevoked key of theirs opens. Their tasks are
+  `user:<their id>`'s.
+- `rival`: another signed-in user; their tasks, files and unlisted or secured agents do not
+  exist for the developer (a 404, answered as for an unknown task or agent).
+- `operator` (tests/conftest.py): staff; chats with every agent, and gets the admin's link.
+- anonymous: sent to the sign-in page.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.test import AsyncClient, Client
+
+from agents.models import Agent, ApiKey
+from executors.demo_skills import draw_png
+from tasks.lifecycle import ArtifactChange, StatusChange
+from tasks.models import Message, Task, TaskState
+from tests.developers.chat_client import chat_url, chunks, frames, states, task_id_of
+from tests.factories.agents import SECURED, make_agent, owned
+from tests.factories.tasks import PDF_BYTES, open_task, report_artifact
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rival(db: None) -> User:
+    return User.objects.create_user("rival", "rival@example.com", "rival-pass-123")
+
+
+def principal(user: User) -> str:
+    return f"user:{user.pk}"
+
+
+def asked(agent: Agent, owner: str) -> Task:
+    """A task of `owner` waiting for their answer (as the interview agent leaves it)."""
+    question = pb.Message(message_id="q-1", role=pb.ROLE_AGENT)
+    question.parts.add(text="What is your name?")
+    changes = [StatusChange(TaskState.WORKING), StatusChange(TaskState.INPUT_REQUIRED, question)]
+    return open_task(agent, changes, owner=owner)
+
+
+def with_picture(agent: Agent, owner: str) -> Task:
+    artifact = pb.Artifact(artifact_id="picture-1", name="picture")
+    artifact.parts.add(raw=draw_png(), media_type="image/png", filename="tiles.png")
+    return open_task(agent, [ArtifactChange(artifact, last_chunk=True)], owner=owner)
+
+
+def file_url(slug: str, task: Task, artifact: str, part: int = 0) -> str:
+    return f"{chat_url(slug, 'file')}?task={task.id}&artifact={artifact}&part={part}"
+
+
+# -- who may chat -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "view"), [("get", ""), ("post", "send"), ("post", "cancel"), ("get", "file")]
+)
+def test_the_chat_sends_an_anonymous_visitor_to_sign_in(
+    client: Client, method: str, view: str
+) -> None:
+    make_agent("echo")
+    path = chat_url("echo", view)
+    response = getattr(client, method)(path, {"text": "hi"} if method == "post" else {})
+    assert response.status_code == 302
+    assert response["Location"] == f"/dev/login/?next={path}"
+    assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize("fields", [SECURED, {"public": False}], ids=["secured", "unlisted"])
+def test_an_agent_the_user_may_not_call_is_not_found(
+    dev_client: Client, rival: User, fields: dict[str, Any]
+) -> None:
+    agent = owned("theirs", rival, **fields)
+    task = with_picture(agent, principal(rival))
+    assert dev_client.get(chat_url("theirs")).status_code == 404
+    assert dev_client.post(chat_url("theirs", "send"), {"text": "hi"}).status_code == 404
+    assert dev_client.post(chat_url("theirs", "cancel"), {"taskId": task.id}).status_code == 404
+    assert dev_client.get(file_url("theirs", task, "picture-1")).status_code == 404
+    assert Task.objects.count() == 1
+
+
+def test_a_user_chats_with_their_own_listed_open_and_keyed_agents(
+    dev_client: Client, developer: User, rival: User
+) -> None:
+    owned("mine", developer, **SECURED, public=False)
+    owned("open", rival)
+    owned("keyed", rival, **SECURED)
+    key, _ = ApiKey.issue("developer's key", owner=developer, agent=Agent.objects.get(slug="keyed"))
+    for slug in ("mine", "open", "keyed"):
+        assert dev_client.get(chat_url(slug)).status_code == 200, slug
+
+    ApiKey.objects.filter(pk=key.pk).update(revoked_at="2026-01-01T00:00:00Z")
+    assert dev_client.get(chat_url("keyed")).status_code == 404
+
+
+def test_staff_chat_with_every_agent_and_get_the_admins_link(
+    operator_client: Client, rival: User
+) -> None:
+    owned("theirs", rival, **SECURED, public=False)
+    page = operator_client.get(chat_url("theirs")).content.decode()
+    assert 'data-admin-task-url="/admin/tasks/task/TASK-ID/change/"' in page
+
+
+def test_the_owner_gets_the_link_to_the_task_list_and_others_do_not(
+    dev_client: Client, developer: User, rival: User
+) -> None:
+    owned("mine", developer)
+    owned("theirs", rival)
+    mine = dev_client.get(chat_url("mine")).content.decode()
+    assert 'data-task-list-url="/dev/agents/mine/tasks/"' in mine
+    assert 'data-admin-task-url=""' in mine
+    assert 'data-task-list-url=""' in dev_client.get(chat_url("theirs")).content.decode()
+
+
+def test_the_page_shows_hostile_names_as_text(dev_client: Client, developer: User) -> None:
+    agent = owned("mine", developer, name="<script>alert('name')</script>")
+    agent.skills.update(name="<img src=x onerror=alert(1)>")
+    page = dev_client.get(chat_url("mine")).content.decode()
+    assert "<script>alert(" not in page
+    assert "&lt;script&gt;alert(&#x27;name&#x27;)&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+# -- what the form takes --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [({"text": "  "}, "Type a message"), ({"text": "hi", "skill": "nope"}, "no skill 'nope'"),
+     ({"text": "hi", "contextId": "c" * 201}, "contextId is longer")],
+)  # fmt: skip
+def test_the_form_refuses_what_it_cannot_send(
+    dev_client: Client, developer: User, data: dict[str, str], problem: str
+) -> None:
+    owned("mine", developer)
+    response = dev_client.post(chat_url("mine", "send"), data)
+    assert response.status_code == 400
+    assert problem in response.json()["error"]["message"]
+    assert not Task.objects.exists()
+
+
+def test_chat_posts_are_protected_against_cross_site_requests(developer: User) -> None:
+    agent = owned("mine", developer)
+    task = asked(agent, principal(developer))
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(developer)
+    assert client.post(chat_url("mine", "send"), {"text": "hi"}).status_code == 403
+    assert client.post(chat_url("mine", "cancel"), {"taskId": task.id}).status_code == 403
+    assert Task.objects.get().state == TaskState.INPUT_REQUIRED
+
+
+# -- another user's task ----------------------------------------------------------------------
+
+
+def unknown_answer(client: Client, path: str, data: dict[str, str], real_id: str) -> Any:
+    """The answer for a task id nobody has, with the real id in place of it (the message
+    names the id asked for)."""
+    made_up = str(uuid.uuid4())
+    answer = client.post(path, data | {"taskId": made_up})
+    return answer.status_code, answer.json() | {
+        "error": {**answer.json()["error"],
+                  "message": answer.json()["error"]["message"].replace(made_up, real_id)}
+    }  # fmt: skip
+
+
+def test_another_users_task_cannot_be_continued_and_answers_as_an_unknown_one(
+    dev_client: Client, rival: User
+) -> None:
+    agent = make_agent("interview", executor_kind="interview")
+    task = asked(agent, principal(rival))
+    path = chat_url("interview", "send")
+
+    answer = dev_client.post(path, {"text": "Mallory", "taskId": str(task.id)})
+
+    assert answer.status_code == 404
+    assert answer.json()["error"]["message"] == f"Task '{task.id}' was not found."
+    assert (answer.status_code, answer.json()) == unknown_answer(
+        dev_client, path, {"text": "Mallory"}, str(task.id)
+    )
+    task.refresh_from_db()
+    assert task.state == TaskState.INPUT_REQUIRED
+    assert not Message.objects.filter(task=task, parts__0__text="Mallory").exists()
+
+
+def test_another_users_task_cannot_be_canceled_and_answers_as_an_unknown_one(
+    dev_client: Client, rival: User
+) -> None:
+    agent = make_agent("interview", executor_kind="interview")
+    task = asked(agent, principal(rival))
+    path = chat_url("interview", "cancel")
+
+    answer = dev_client.post(path, {"taskId": str(task.id)})
+
+    assert answer.status_code == 404
+    assert (answer.status_code, answer.json()) == unknown_answer(dev_client, path, {}, str(task.id))
+    task.refresh_from_db()
+    assert task.state == TaskState.INPUT_REQUIRED
+
+
+def test_another_users_file_cannot_be_read(
+    dev_client: Client, developer: User, rival: User
+) -> None:
+    owned("shared", rival)
+    agent = Agent.objects.get(slug="shared")
+    theirs = with_picture(agent, principal(rival))
+    mine = with_picture(agent, principal(developer))
+
+    assert dev_client.get(file_url("shared", theirs, "picture-1")).status_code == 404
+    assert dev_client.get(file_url("shared", mine, "picture-1")).content == draw_png()
+
+
+# -- the file view --------------------------------------------------------------------------
+
+
+def test_an_image_is_served_as_an_image_to_download(dev_client: Client, developer: User) -> None:
+    task = with_picture(owned("mine", developer), principal(developer))
+    response = dev_client.get(file_url("mine", task, "picture-1"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/png"
+    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''tiles.png"
+    assert response.content == draw_png()
+
+
+def test_any_other_file_is_plain_bytes_under_its_bare_name(
+    dev_client: Client, developer: User
+) -> None:
+    task = open_task(owned("mine", developer), [report_artifact()], owner=principal(developer))
+    response = dev_client.get(file_url("mine", task, "report-1"))
+    assert response.content == PDF_BYTES
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''re%22port.pdf"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert "sandbox" in response["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize(
+    "query", ["artifact=report-1&part=1", "artifact=report-1&part=9", "artifact=none&part=0",
+              "artifact=report-1&part=x", "message=first&part=0"],
+)  # fmt: skip
+def test_a_part_that_is_no_stored_file_is_not_found(
+    dev_client: Client, developer: User, query: str
+) -> None:
+    task = open_task(owned("mine", developer), [report_artifact()], owner=principal(developer))
+    response = dev_client.get(f"{chat_url('mine', 'file')}?task={task.id}&{query}")
+    assert response.status_code == 404
+
+
+def test_the_task_list_shows_the_one_task_the_chat_links_to(
+    dev_client: Client, developer: User
+) -> None:
+    agent = owned("mine", developer)
+    first, second = asked(agent, "apikey:1"), asked(agent, "apikey:2")
+    page = dev_client.get(f"/dev/agents/mine/tasks/?task={second.id}")
+    assert [task.id for task in page.context["page"].object_list] == [second.id]
+    assert str(first.id) not in page.content.decode()
+    assert not dev_client.get("/dev/agents/mine/tasks/?task=nope").context["page"].object_list
+
+
+# -- streams --------------------------------------------------------------------------------
+
+
+async def signed_in(user: User) -> AsyncClient:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    return client
+
+
+async def chat(client: AsyncClient, slug: str, **data: str) -> list[tuple[str, dict[str, Any]]]:
+    response = await client.post(chat_url(slug, "send"), data)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "text/event-stream"
+    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    return frames(body)
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_reply_streams_as_a_task_of_the_user(developer: User) -> None:
+    await sync_to_async(make_agent)("echo", executor_settings={"chunks": 3})
+    client = await signed_in(developer)
+
+    events = await chat(client, "echo", text="hello")
+
+    assert states(events) == ["submitted", "working", "completed"]
+    assert chunks(events) == ["hello", "hello", "hello"]
+    task = await Task.objects.aget(id=task_id_of(events))
+    assert (task.owner, task.binding) == (principal(developer), "PAGE")
+    assert task.protocol_version == "1.0"
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_question_is_answered_in_the_same_task(developer: User) -> None:
+    await sync_to_async(make_agent)("interview", executor_kind="interview")
+    client = await signed_in(developer)
+    asking = await chat(client, "interview", text="hi")
+    task_id = task_id_of(asking)
+    context_id = asking[0][1]["task"]["contextId"]
+    assert states(asking)[-1] == "input-required"
+
+    answered = await chat(client, "interview", text="Ada", taskId=task_id, contextId=context_id)
+
+    assert task_id_of(answered) == task_id
+    assert states(answered)[-1] == "completed"
+    assert chunks(answered) == ["Nice to meet you, Ada!"]
+    assert await Task.objects.filter(owner=principal(developer)).acount() == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_user_cancels_their_task(developer: User) -> None:
+    await sync_to_async(make_agent)("interview", executor_kind="interview")
+    client = await signed_in(developer)
+    task_id = task_id_of(await chat(client, "interview", text="hi"))
+
+    answer = await client.post(chat_url("interview", "cancel"), {"taskId": task_id})
+
+    assert answer.status_code == 200
+    assert answer.json()["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert (await Task.objects.aget(id=task_id)).state == TaskState.CANCELED
+    again = await client.post(chat_url("interview", "cancel"), {"taskId": task_id})
+    assert again.status_code == 409
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_file_in_the_stream_is_a_link_to_the_file_view(developer: User) -> None:
+    await sync_to_async(make_agent)(
+        "toolbox", executor_kind="python", executor_settings={"functions": {"*": "demo.picture"}}
+    )
+    client = await signed_in(developer)
+
+    events = await chat(client, "toolbox", text="draw")
+
+    [part] = [p for _, e in events if "artifactUpdate" in e
+              for p in e["artifactUpdate"]["artifact"]["parts"]]  # fmt: skip
+    assert "raw" not in part
+    assert (part["mediaType"], part["filename"], part["size"]) == ("image/png", "tiles.png",
+                                                                   len(draw_png()))  # fmt: skip
+    picture = await client.get(part["href"])
+    assert picture.content == draw_png()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_an_agent_that_does_not_stream_answers_in_one_event(developer: User) -> None:
+    await sync_to_async(make_agent)("mute", streaming=False)
+    client = await signed_in(developer)
+
+    events = await chat(client, "mute", text="quiet")
+
+    [(_, event)] = events
+    assert event["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "history" not in event["task"]
+    assert event["task"]["artifacts"][0]["parts"] == [{"text": "quiet"}]
