@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 
-.PHONY: run test install install-test lint imports typecheck migrations-check pytest fuzz soak bench clean
+.PHONY: run test install install-test lint imports typecheck migrations-check pytest fuzz soak scale-bench bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ fuzz: install-test
 # e.g. SOAK_ARGS="--minutes 1 --streams 100" for a quick try).
 soak: install
 	$(PY) bench/soak.py $(SOAK_ARGS)
+
+# Not in `make test`: what reading tasks costs with 1,000, 100,000 and 1,000,000 stored tasks
+# of one caller (GetTask, ListTasks, the admin's lists), in a PostgreSQL database of its own
+# (bench/scale.py --help; e.g. SCALE_ARGS="--sizes 1000,100000" for a shorter run).
+scale-bench: install
+	$(PY) bench/scale.py $(SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

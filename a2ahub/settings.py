@@ -328,6 +328,11 @@ AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES
 
+# ListTasks (protocol/handlers/tasks.py): `totalSize` is an exact count up to this many
+# tasks; past it, PostgreSQL's estimate of the listing's size (never below this count), so a
+# page of a caller with a million tasks does not count them all.
+A2A_LIST_EXACT_TOTAL_LIMIT = env_int("A2A_LIST_EXACT_TOTAL_LIMIT", 10_000, 0, 10_000_000)
+
 
 def env_networks(name: str, default: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     try:

@@ -1,11 +1,14 @@
 """The operator's console for push: configs (secrets masked), deliveries with every attempt and
-what retention will prune, replay and test deliveries, and the built-in webhook inbox."""
+what retention will prune, replay and test deliveries, and the built-in webhook inbox. The
+lists count no further than 10,000, keep an order an index keeps, and search exact ids or
+their beginnings, so they stay fast with millions of deliveries."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -21,6 +24,7 @@ from push.models import (
     WebhookInbox,
 )
 from push.retention import deliveries_pending_text
+from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 
 CONFIG_FIELDS = (
     "task",
@@ -80,20 +84,59 @@ class HealthFilter(admin.SimpleListFilter):
         if self.value() == "disabled":
             return queryset.filter(active=False)
         if self.value() == "failing":
-            return queryset.filter(
-                active=True, deliveries__state=DeliveryState.PENDING, deliveries__attempts__gt=0
-            ).distinct()
+            # From the few pending deliveries (an index) to their configs, not the other way.
+            retrying = Delivery.objects.filter(state=DeliveryState.PENDING, attempts__gt=0)
+            return queryset.filter(active=True, pk__in=retrying.values("config_id"))
         return queryset
 
 
+class BigListAdmin(admin.ModelAdmin):
+    """What the push lists share: a count that stops at 10,000 ("10,000+"), none of the
+    whole table and none per filter choice."""
+
+    paginator = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+
+def delivery_counts(config_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Pending and delivered deliveries of each config, in one query (the queue's index)."""
+    rows = (
+        Delivery.objects.filter(config_id__in=config_ids)
+        .values("config_id")
+        .annotate(
+            pending=Count("pk", filter=Q(state=DeliveryState.PENDING)),
+            delivered=Count("pk", filter=Q(state=DeliveryState.DELIVERED)),
+        )
+        .order_by()
+    )
+    return {row["config_id"]: (row["pending"], row["delivered"]) for row in rows}
+
+
+class ConfigChangeList(ChangeList):
+    """Counts deliveries for the configs of the page shown only: counted for every config
+    before paging, they cost a pass over every delivery."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        counts = delivery_counts([config.pk for config in self.result_list])
+        for config in self.result_list:
+            config._pending, config._delivered = counts.get(config.pk, (0, 0))
+
+
 @admin.register(PushNotificationConfig)
-class PushNotificationConfigAdmin(admin.ModelAdmin):
+class PushNotificationConfigAdmin(BigListAdmin):
     list_display = [
         "config_id", "task", "url", "protocol_version", "active", "pending", "delivered",
         "last_error", "updated_at",
     ]  # fmt: skip
-    list_filter = [HealthFilter, "active", "protocol_version"]
-    search_fields = ["config_id", "url", "task__id"]
+    list_filter = [HealthFilter, "active", ProtocolVersionFilter]
+    # Newest first, the primary key's order; no other column has an index to sort by.
+    ordering = ["-id"]
+    sortable_by = ()
+    # The search box is shown for this; what it finds is `get_search_results`.
+    search_fields = ["task__id"]
+    search_help_text = "Finds the configs of a task, by the task's id or its first characters."
     readonly_fields = CONFIG_FIELDS
     fields = CONFIG_FIELDS
     actions = ["send_test_delivery", "enable_configs"]
@@ -101,21 +144,22 @@ class PushNotificationConfigAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PushNotificationConfig]:
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _pending=Count("deliveries", filter=Q(deliveries__state=DeliveryState.PENDING)),
-                _delivered=Count("deliveries", filter=Q(deliveries__state=DeliveryState.DELIVERED)),
-            )
-        )
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return ConfigChangeList
 
-    @admin.display(ordering="_pending")
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        if not search_term.strip():
+            return queryset, False
+        tasks = id_prefix_range(search_term.strip())
+        return (queryset.none() if tasks is None else queryset.filter(task__id__range=tasks)), False
+
+    @admin.display(description="pending")
     def pending(self, config: PushNotificationConfig) -> int:
         return getattr(config, "_pending", 0)
 
-    @admin.display(ordering="_delivered")
+    @admin.display(description="delivered")
     def delivered(self, config: PushNotificationConfig) -> int:
         return getattr(config, "_delivered", 0)
 
@@ -159,11 +203,21 @@ class AttemptInline(admin.TabularInline):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(BigListAdmin):
     list_display = ["id", "config", "sequence", "state", "attempts", "next_attempt_at",
                     "delivered_at", "last_error"]  # fmt: skip
     list_filter = ["state", "test"]
-    search_fields = ["id", "config__config_id", "config__task__id"]
+    list_select_related = ["config"]
+    # Pending first, then the others, each latest due first: the order of the `delivery_due`
+    # index, so a page is read from it rather than sorted out of every delivery.
+    ordering = ["-state", "-next_attempt_at"]
+    sortable_by = ()
+    # The search box is shown for this; what it finds is `get_search_results`.
+    search_fields = ["id"]
+    search_help_text = (
+        "Finds the deliveries of a task, by the task's id or its first characters, or one "
+        "delivery by its whole id (the webhook-id header)."
+    )
     readonly_fields = DELIVERY_FIELDS
     fields = DELIVERY_FIELDS
     inlines = [AttemptInline]
@@ -171,6 +225,20 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        if not search_term.strip():
+            return queryset, False
+        ids = id_prefix_range(search_term.strip())
+        if ids is None:
+            return queryset.none(), False
+        # A whole id may be a delivery's. Asked apart: an OR across the join to the configs
+        # would read every delivery.
+        if ids[0] == ids[1] and queryset.filter(pk=ids[0]).exists():
+            return queryset.filter(pk=ids[0]), False
+        return queryset.filter(config__task__id__range=ids), False
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

@@ -50,7 +50,8 @@ class Binding(models.TextChoices):
 class Task(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     context_id = models.CharField(max_length=200)
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tasks")
+    # Looked up through `task_agent_newest`, which also orders an agent's tasks.
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tasks", db_index=False)
     # The principal that created the task ("apikey:12", "user:3", "anonymous"); only it sees it.
     owner = models.CharField(max_length=100)
     # The id a pre-0.2 client gave the task (its `tasks/send` names the task itself); empty
@@ -78,8 +79,44 @@ class Task(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["owner", "agent", "-created_at"], name="task_owner_agent_newest"),
-            models.Index(fields=["context_id"], name="task_context"),
+            # ListTasks: a caller's tasks on one agent, newest first, with each filter; the
+            # id breaks ties in created_at, so a cursor (created_at, id) is a place in them.
+            models.Index(fields=["owner", "agent", "-created_at", "-id"], name="task_list"),
+            models.Index(
+                fields=["owner", "agent", "state", "-created_at", "-id"], name="task_list_state"
+            ),
+            models.Index(fields=["owner", "agent", "status_timestamp"], name="task_list_status"),
+            # A context's tasks, newest first (ListTasks filters by context), and the admin's
+            # search by a context id's beginning: the pattern operators serve LIKE 'x%'
+            # whatever the database's collation, and equality too.
+            models.Index(
+                fields=["context_id", "-created_at", "-id"],
+                name="task_context",
+                opclasses=["varchar_pattern_ops", "timestamptz_ops", "uuid_ops"],
+            ),
+            # The admin's list: every task, newest first; an agent's (also its cascade).
+            models.Index(fields=["-created_at", "-id"], name="task_newest"),
+            models.Index(fields=["agent", "-created_at", "-id"], name="task_agent_newest"),
+            # The admin's filters on columns of few values, for the values that are not the
+            # usual one (1.0, JSON-RPC): most tasks add no entry, and the usual value is found
+            # at once in `task_newest`.
+            models.Index(
+                fields=["protocol_version", "-created_at", "-id"],
+                condition=~models.Q(protocol_version="1.0"),
+                name="task_other_versions",
+            ),
+            models.Index(
+                fields=["binding", "-created_at", "-id"],
+                condition=~models.Q(binding="JSONRPC"),
+                name="task_other_bindings",
+            ),
+            # The admin's search by a pre-0.2 client's own task id (or its beginning).
+            models.Index(
+                fields=["client_id"],
+                condition=~models.Q(client_id=""),
+                name="task_client_id_search",
+                opclasses=["varchar_pattern_ops"],
+            ),
             models.Index(fields=["state", "heartbeat_at"], name="task_state_heartbeat"),
             # Retention's batches, oldest first. Partial: an open task's writes add no entry.
             models.Index(

@@ -1,24 +1,54 @@
-"""A stored task read back as the protocol's Task, with as much history as asked for."""
+"""Stored tasks read back as the protocol's Task, with as much history as asked for: one task,
+or a page of them in a fixed number of queries however long the page."""
 
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
+from collections.abc import Sequence
 
 from a2a.types import a2a_pb2 as pb
 from django.db import connection, transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
-from tasks.models import Message, Task
+from tasks.models import Artifact, Message, Task
 from tasks.wire import task_to_pb
 
 
 def load_task(task: Task, history_length: int | None, artifacts: bool = True) -> pb.Task:
-    history: list[Message] = []
-    if history_length is None:
-        history = list(Message.objects.filter(task=task))
-    elif history_length > 0:
-        newest = Message.objects.filter(task=task).order_by("-position")[:history_length]
-        history = list(reversed(newest))
-    return task_to_pb(task, history, task.artifacts.all() if artifacts else [])
+    return load_tasks([task], history_length, artifacts)[0]
+
+
+def load_tasks(
+    tasks: Sequence[Task], history_length: int | None, artifacts: bool = True
+) -> list[pb.Task]:
+    """The tasks in their order, each with its newest `history_length` messages (all of them
+    when None) and its artifacts when asked: one query for the messages of all the tasks, one
+    for their artifacts."""
+    ids = [task.id for task in tasks]
+    histories = histories_of(ids, history_length)
+    found: dict[uuid.UUID, list[Artifact]] = defaultdict(list)
+    if artifacts and ids:
+        for artifact in Artifact.objects.filter(task_id__in=ids):
+            found[artifact.task_id].append(artifact)
+    return [task_to_pb(task, histories[task.id], found[task.id]) for task in tasks]
+
+
+def histories_of(
+    ids: list[uuid.UUID], history_length: int | None
+) -> defaultdict[uuid.UUID, list[Message]]:
+    histories: defaultdict[uuid.UUID, list[Message]] = defaultdict(list)
+    if not ids or history_length == 0:
+        return histories
+    messages = Message.objects.filter(task_id__in=ids)
+    if history_length is not None:
+        # Each task's newest messages: numbered from the newest within each task.
+        newest = Window(RowNumber(), partition_by=F("task_id"), order_by=F("position").desc())
+        messages = messages.annotate(newest=newest).filter(newest__lte=history_length)
+    for message in messages.order_by("task_id", "position"):
+        histories[message.task_id].append(message)  # type: ignore[index]
+    return histories
 
 
 def load_snapshot(task_id: uuid.UUID | str) -> tuple[pb.Task, int]:

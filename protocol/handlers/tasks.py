@@ -18,6 +18,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
@@ -43,7 +44,7 @@ from tasks.models import (
     Task,
     TaskState,
 )
-from tasks.reading import load_task
+from tasks.reading import load_task, load_tasks
 from tasks.wire import (
     ENDING_STATES,
     PB_TO_STATE,
@@ -99,21 +100,40 @@ async def get_task(call: Call, request: pb.GetTaskRequest) -> pb.Task:
 
 # -- listing ------------------------------------------------------------------------------
 
+# `totalSize` is an int32 on the wire.
+MAX_TOTAL_SIZE = 2**31 - 1
 
-def encode_cursor(task: Task) -> str:
-    raw = json.dumps([task.created_at.isoformat(), str(task.id)])
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ends: the last task's (created_at, id), and the listing's size as told on
+    its first page (None in tokens issued before the size was carried)."""
+
+    created_at: datetime
+    task_id: str
+    total: int | None
+
+
+def encode_cursor(task: Task, total: int) -> str:
+    raw = json.dumps([task.created_at.isoformat(), str(task.id), total])
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
-def decode_cursor(token: str) -> tuple[datetime, str]:
+def decode_cursor(token: str) -> Cursor:
     try:
-        created, task_id = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return datetime.fromisoformat(created), str(uuid.UUID(task_id))
+        created, task_id, *rest = json.loads(base64.urlsafe_b64decode(token.encode()))
+        when = datetime.fromisoformat(created)
+        total = int(rest[0]) if rest else None
+        if len(rest) > 1 or when.tzinfo is None or (total is not None and total < 0):
+            raise ValueError(token)
+        return Cursor(when, str(uuid.UUID(task_id)), total)
     except (ValueError, TypeError, json.JSONDecodeError):
         raise invalid_params("pageToken", "is not a token this server issued") from None
 
 
 def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:
+    """The caller's tasks the request's filters select, newest first. Each filter has an index
+    that starts with (owner, agent) (`tasks.models.Task.Meta.indexes`)."""
     tasks = Task.objects.filter(agent=call.agent, owner=call.principal.id)
     if request.context_id:
         tasks = tasks.filter(context_id=request.context_id)
@@ -128,6 +148,35 @@ def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:
     return tasks.order_by("-created_at", "-id")
 
 
+def after_cursor(tasks: QuerySet[Task], cursor: Cursor) -> QuerySet[Task]:
+    """The tasks past the cursor in (created_at, id) order. The first condition follows from
+    the second; it is there so that the index scan starts at the cursor rather than reading,
+    and dropping, every newer task."""
+    return tasks.filter(created_at__lte=cursor.created_at).filter(
+        Q(created_at__lt=cursor.created_at) | Q(id__lt=cursor.task_id)
+    )
+
+
+def total_of(tasks: QuerySet[Task]) -> int:
+    """How many tasks the listing holds: counted exactly up to A2A_LIST_EXACT_TOTAL_LIMIT;
+    past it, the database's estimate (PostgreSQL's planner, from its statistics), never less
+    than what was counted. A database with no estimate counts them all."""
+    limit = settings.A2A_LIST_EXACT_TOTAL_LIMIT
+    counted = tasks.order_by()[: limit + 1].count()
+    if counted <= limit:
+        return counted
+    estimate = estimated_rows(tasks)
+    total = tasks.count() if estimate is None else max(counted, estimate)
+    return min(total, MAX_TOTAL_SIZE)
+
+
+def estimated_rows(tasks: QuerySet[Task]) -> int | None:
+    if connection.vendor != "postgresql":
+        return None
+    plan = json.loads(tasks.order_by().explain(format="json"))
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
 def page_size_of(request: pb.ListTasksRequest) -> int:
     if not request.HasField("page_size") or request.page_size == 0:
         return DEFAULT_PAGE_SIZE
@@ -137,21 +186,23 @@ def page_size_of(request: pb.ListTasksRequest) -> int:
 
 
 def list_page(call: Call, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+    """One page: the tasks, their messages and their artifacts in at most four queries (five
+    on a first page: the count), whatever the page size."""
     size = page_size_of(request)
     length = history_length_of(request)
     tasks = listed_tasks(call, request)
-    total = tasks.count()
-    if request.page_token:
-        created, task_id = decode_cursor(request.page_token)
-        tasks = tasks.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=task_id))
+    cursor = decode_cursor(request.page_token) if request.page_token else None
+    # Counted for the first page and carried in the token: the later pages of one listing
+    # cost no count, and all say the same size.
+    total = cursor.total if cursor and cursor.total is not None else total_of(tasks)
+    if cursor:
+        tasks = after_cursor(tasks, cursor)
     page = list(tasks[: size + 1])
     response = pb.ListTasksResponse(page_size=size, total_size=total)
-    response.tasks.extend(
-        load_task(t, 0 if length is None else length, request.include_artifacts)
-        for t in page[:size]
-    )
+    history = 0 if length is None else length
+    response.tasks.extend(load_tasks(page[:size], history, request.include_artifacts))
     if len(page) > size:
-        response.next_page_token = encode_cursor(page[size - 1])
+        response.next_page_token = encode_cursor(page[size - 1], total)
     return response
 
 
@@ -217,9 +268,21 @@ def check_modes(call: Call, request: pb.SendMessageRequest) -> None:
             )
 
 
+# The columns the ids are stored in: a longer id is refused, not cut (PostgreSQL would refuse
+# the write only after the task was planned).
+MAX_MESSAGE_ID = Message._meta.get_field("message_id").max_length or 200
+MAX_CONTEXT_ID = Task._meta.get_field("context_id").max_length or 200
+
+
 def check_message(message: pb.Message) -> None:
     if not message.message_id:
         raise invalid_params("message.messageId", "is required")
+    for field, value, limit in (
+        ("message.messageId", message.message_id, MAX_MESSAGE_ID),
+        ("message.contextId", message.context_id, MAX_CONTEXT_ID),
+    ):
+        if len(value) > limit:
+            raise invalid_params(field, f"must be at most {limit} characters")
     if not message.parts:
         raise invalid_params("message.parts", "must hold at least one part")
     if message.role == pb.ROLE_AGENT:
@@ -268,21 +331,9 @@ def inline_push_config(
     if not request.configuration.HasField("task_push_notification_config"):
         return None
     from protocol.handlers.push import require_push
-# The columns the ids are stored in: a longer id is refused, not cut (PostgreSQL would refuse
-# the write only after the task was planned).
-MAX_MESSAGE_ID = Message._meta.get_field("message_id").max_length or 200
-MAX_CONTEXT_ID = Task._meta.get_field("context_id").max_length or 200
-
-
     from push.configs import check_config
 
     config = request.configuration.task_push_notification_config
-    for field, value, limit in (
-        ("message.messageId", message.message_id, MAX_MESSAGE_ID),
-        ("message.contextId", message.context_id, MAX_CONTEXT_ID),
-    ):
-        if len(value) > limit:
-            raise invalid_params(field, f"must be at most {limit} characters")
     require_push(call)
     check_config(config)
     return config
