@@ -4,8 +4,9 @@ HTTP is Django (static files included, so one process is a whole hub), except th
 endpoints (JSON-RPC and HTTP+JSON, per agent and shared), which skip Django's handler and
 the site's middleware (see `protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or
 messages, and under ASGI each of those costs thread hops on the hottest path. WebSocket
-routes (`a2ahub/routing.py`) sit behind the session's user and the allowed hosts, for the
-operators' live pages.
+routes (`a2ahub/routing.py`, where the console's live pages are registered here) sit behind
+the session's user and the allowed hosts. A process serving this application says it is
+alive (`a2ahub.processes`), as a web process.
 """
 
 from __future__ import annotations
@@ -26,8 +27,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from a2ahub.routing import routes  # noqa: E402
+from a2ahub import processes  # noqa: E402
+from a2ahub.routing import routes, websocket_urlpatterns  # noqa: E402
+from console import routing as console_routing  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
+
+websocket_urlpatterns.extend(console_routing.websocket_urlpatterns)
+processes.start("web")
 
 site_application = (
     ASGIStaticFilesHandler(django_application) if settings.SERVE_STATIC else django_application

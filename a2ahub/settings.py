@@ -151,6 +151,7 @@ INSTALLED_APPS = [
     "tasks",
     "push",
     "developers",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -348,6 +349,15 @@ METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8
 # How long /readyz waits on each part (database, Redis, a worker's answer) before calling it
 # not ready.
 READINESS_TIMEOUT_SECONDS = env_float("READINESS_TIMEOUT_SECONDS", 2.0, 0.1, 30.0)
+
+# The operators' console (console/): how often its live pages get fresh dashboard numbers,
+# after how long an active task counts as stuck, how often the finished tasks of past minutes
+# are rolled up for the charts, and how many messages a socket may have waiting before it is
+# dropped and told to reload (a slow browser must not hold memory in the web process).
+CONSOLE_REFRESH_SECONDS = env_float("CONSOLE_REFRESH_SECONDS", 5.0, 0.2, 300.0)
+CONSOLE_STUCK_MINUTES = env_int("CONSOLE_STUCK_MINUTES", 5, 1, 1440)
+CONSOLE_ROLLUP_SECONDS = env_float("CONSOLE_ROLLUP_SECONDS", 60.0, 1.0, 3600.0)
+CONSOLE_SOCKET_QUEUE = env_int("CONSOLE_SOCKET_QUEUE", 64, 4, 10_000)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

@@ -66,7 +66,7 @@ def test_the_operator_signs_in_to_the_admin(running_hub: tuple[str, str]) -> Non
             data={"username": "operator", "password": password, "csrfmiddlewaretoken": token},
             headers={"Referer": str(login.url)},
         )
-        assert "Site administration" in page.text
+        assert "A2A Hub dashboard" in page.text
         assert "Agents" in page.text
         assert http.get("/static/admin/css/base.css").status_code == 200
 

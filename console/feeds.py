@@ -1,0 +1,269 @@
+"""What the live pages listen to: one feed per event loop and subject, shared by every page
+open on it, started with its first watcher and stopped with its last.
+
+- A task's timeline: one subscription to the task's events (`tasks.events`, the publication
+  every stream uses), whatever the number of pages showing the task; each notification reads
+  the new events once, from the database, and hands them to every page.
+- The task list: which tasks changed. Distributed, one pattern subscription to the same task
+  channels (only the channel name, the task id, is read); embedded, where there is no Redis,
+  a poll of the tasks finished or moved since the last look. Each tick reads the changed
+  tasks once and hands their rows to every page.
+- The dashboard: its numbers, gathered once per tick for every page.
+
+The writers of tasks never learn of any of this: they publish as they always do, and the
+work per page is one `put_nowait` on the feed's side (`console.sockets`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import redis
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils import timezone
+
+from a2ahub import redis_clients
+from console import live_pages, rows
+from tasks import events
+
+logger = logging.getLogger(__name__)
+
+LIST_TICK_SECONDS = 1.0
+CHANGED_CAP = 1_000  # task ids remembered between ticks; past it the page is told "many"
+ROWS_PER_TICK = 50
+RETRY_SECONDS = 1.0
+
+
+class Watcher(Protocol):
+    def offer(self, message: dict[str, Any]) -> None: ...
+
+
+class Feed:
+    """A loop's shared source of messages for the watchers of one subject."""
+
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
+        self.watchers: set[Watcher] = set()
+        self.job: asyncio.Task[None] | None = None
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        for watcher in list(self.watchers):
+            watcher.offer(message)
+
+    async def run(self) -> None:
+        raise NotImplementedError
+
+
+_feeds: dict[tuple[asyncio.AbstractEventLoop, tuple[str, str]], Feed] = {}
+
+
+def join(key: tuple[str, str], make: Callable[[], Feed], watcher: Watcher) -> bool:
+    """Add the watcher to the loop's feed of `key`; whether that started the feed."""
+    loop = asyncio.get_running_loop()
+    feed = _feeds.get((loop, key))
+    started = feed is None
+    if feed is None:
+        feed = _feeds[(loop, key)] = make()
+        feed.job = asyncio.create_task(keep_running(feed))
+    feed.watchers.add(watcher)
+    return started
+
+
+def leave(key: tuple[str, str], watcher: Watcher) -> None:
+    loop = asyncio.get_running_loop()
+    feed = _feeds.get((loop, key))
+    if feed is None:
+        return
+    feed.watchers.discard(watcher)
+    if not feed.watchers:
+        del _feeds[(loop, key)]
+        if feed.job is not None:
+            feed.job.cancel()
+
+
+async def keep_running(feed: Feed) -> None:
+    """A feed that fails (Redis or the database away) starts again a second later; its
+    pages miss nothing they cannot read again: a timeline reads from its last event."""
+    while True:
+        try:
+            await feed.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("console feed %s failed; starting again", feed.key)
+        await asyncio.sleep(RETRY_SECONDS)
+
+
+def in_thread(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` on a thread of the default pool, its connection given back afterwards."""
+
+    def released(*args: Any) -> Any:
+        try:
+            return function(*args)
+        finally:
+            connections[DEFAULT_DB_ALIAS].close()  # a pool thread: give the connection back
+
+    return sync_to_async(released, thread_sensitive=False)
+
+
+# -- a task's timeline --------------------------------------------------------------------------
+
+
+class TaskTimeline(Feed):
+    """Starts from the events its first page has (`after`): once subscribed it reads what
+    came since, so nothing written before the subscription took effect is missed."""
+
+    def __init__(self, task_id: str, after: int) -> None:
+        super().__init__(("task", task_id))
+        self.task_id = task_id
+        self.last = after
+
+    async def run(self) -> None:
+        subscription = await events.subscribe(self.task_id)
+        try:
+            await self.send_new()
+            while True:
+                await subscription.get()
+                while subscription.ready:  # one read for all that came together
+                    await subscription.get()
+                await self.send_new()
+        finally:
+            events.unsubscribe(subscription)
+
+    async def send_new(self) -> None:
+        """Every event after the last one sent, read from the database (so a page never
+        misses one that Redis dropped), in batches."""
+        while True:
+            batch = await in_thread(rows.events_after)(self.task_id, self.last)
+            if not batch:
+                return
+            self.last = batch[-1]["sequence"]
+            self.broadcast({"type": "events", "events": batch})
+            if len(batch) < rows.EVENT_BATCH:
+                return
+
+
+def watch_task(task_id: str, after: int, watcher: Watcher) -> bool:
+    """Whether the watcher started the task's feed (which then catches it up itself)."""
+    return join(("task", task_id), lambda: TaskTimeline(task_id, after), watcher)
+
+
+def unwatch_task(task_id: str, watcher: Watcher) -> None:
+    leave(("task", task_id), watcher)
+
+
+# -- the task list ----------------------------------------------------------------------------
+
+
+class TaskChanges(Feed):
+    def __init__(self) -> None:
+        super().__init__(("tasks", ""))
+        self.changed: set[str] = set()
+        self.overflow = 0
+
+    async def run(self) -> None:
+        if settings.REDIS_URL:
+            await self.follow_redis()
+        else:
+            await self.poll()
+
+    async def follow_redis(self) -> None:
+        client = redis_clients.subscriber_client(settings.REDIS_URL)
+        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        ticker = asyncio.create_task(self.tick_forever())
+        try:
+            await pubsub.psubscribe(events.CHANNEL_PREFIX + "*")
+            while True:
+                message = await pubsub.get_message(timeout=1.0)
+                if message is not None and message.get("type") == "pmessage":
+                    self.note(message["channel"][len(events.CHANNEL_PREFIX) :].decode())
+        except (redis.RedisError, OSError) as exc:
+            raise ConnectionError(f"the task list lost Redis: {exc}") from exc
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+                await client.aclose()
+
+    def note(self, task_id: str) -> None:
+        if task_id in self.changed or not is_task_id(task_id):
+            return
+        if len(self.changed) >= CHANGED_CAP:
+            self.overflow += 1
+        else:
+            self.changed.add(task_id)
+
+    async def tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(LIST_TICK_SECONDS)
+            await self.send_changed()
+
+    async def send_changed(self) -> None:
+        if not self.changed:
+            return
+        ids, self.changed = list(self.changed), set()
+        overflow, self.overflow = self.overflow, 0
+        found, more = await in_thread(rows.task_rows)(ids, ROWS_PER_TICK)
+        if found or more or overflow:
+            self.broadcast({"type": "tasks", "rows": found, "more": more + overflow})
+
+    async def poll(self) -> None:
+        """Embedded only (no Redis to hear the writers on): ask the database what changed."""
+        since: datetime = timezone.now()
+        while True:
+            await asyncio.sleep(LIST_TICK_SECONDS)
+            # Looked at again next time from a second back: a write stamped before this
+            # look may commit after it.
+            now = timezone.now()
+            for task_id in await in_thread(rows.changed_since)(since - timedelta(seconds=1)):
+                self.note(task_id)
+            since = now
+            await self.send_changed()
+
+
+def is_task_id(text: str) -> bool:
+    # The channels are Redis's, not this hub's alone: another hub on the same server (pub/sub
+    # ignores database numbers), or another program, may publish there.
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def watch_tasks(watcher: Watcher) -> None:
+    join(("tasks", ""), TaskChanges, watcher)
+
+
+def unwatch_tasks(watcher: Watcher) -> None:
+    leave(("tasks", ""), watcher)
+
+
+# -- the dashboard ----------------------------------------------------------------------------
+
+
+class DashboardNumbers(Feed):
+    def __init__(self) -> None:
+        super().__init__(("dashboard", ""))
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(settings.CONSOLE_REFRESH_SECONDS)
+            html = await in_thread(live_pages.dashboard_panels)()
+            self.broadcast({"type": "dashboard", "html": html})
+
+
+def watch_dashboard(watcher: Watcher) -> None:
+    join(("dashboard", ""), DashboardNumbers, watcher)
+
+
+def unwatch_dashboard(watcher: Watcher) -> None:
+    leave(("dashboard", ""), watcher)

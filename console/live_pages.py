@@ -1,0 +1,26 @@
+"""What the live pages show, rendered as their first load renders it, so a refresh over the
+WebSocket swaps in exactly the HTML a reload would give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from console import dashboard
+
+DASHBOARD_SOCKET = "/ws/console/dashboard/"
+TASK_LIST_SOCKET = "/ws/console/tasks/"
+
+
+def task_socket(task_id: str) -> str:
+    return f"/ws/console/tasks/{task_id}/"
+
+
+def dashboard_context() -> dict[str, Any]:
+    return {"board": dashboard.gather(), "socket": DASHBOARD_SOCKET}
+
+
+def dashboard_panels() -> str:
+    """The dashboard's numbers as HTML (what replaces them on a live page)."""
+    return render_to_string("console/dashboard_panels.html", {"board": dashboard.gather()})

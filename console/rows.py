@@ -1,0 +1,108 @@
+"""The rows the live pages add or refresh, read and drawn as the admin draws them: a task's
+timeline events (the task admin's inline) and the task list's rows (its `list_display`),
+each cell as the admin would show it. Every read is a bounded range of an index."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import display_for_field, display_for_value, lookup_field
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import strip_tags
+
+from console.rollup import finished_between
+from tasks.admin import state_name, summarize_event
+from tasks.models import OPEN_STATES, Task, TaskEvent, TaskState
+
+EVENT_BATCH = 200
+CHANGED_CAP = 100  # tasks the embedded hub's look finds of each kind
+LOOKUP_CAP = 1_000  # changed task ids looked up at once
+
+
+# -- a task's timeline -------------------------------------------------------------------------
+
+
+def events_after(task_id: str, after: int) -> list[dict[str, Any]]:
+    """The task's events numbered after `after`, at most EVENT_BATCH, oldest first: a range
+    of the unique index on (task, sequence)."""
+    found = TaskEvent.objects.filter(task_id=task_id, sequence__gt=after).order_by("sequence")
+    return [event_row(event) for event in found[:EVENT_BATCH]]
+
+
+def event_row(event: TaskEvent) -> dict[str, Any]:
+    """An event as the timeline's row shows it, and the task's state after it."""
+    created_at = TaskEvent._meta.get_field("created_at")
+    return {
+        "sequence": event.sequence,
+        "kind": event.get_kind_display(),
+        "created_at": str(display_for_field(event.created_at, created_at, "-")),
+        "summary": summarize_event(event),
+        "state": state_after(event.payload or {}),
+    }
+
+
+def state_after(payload: dict[str, Any]) -> str:
+    """The state label an event leaves its task in ("" for an artifact)."""
+    task, update = payload.get("task") or {}, payload.get("statusUpdate") or {}
+    status = task.get("status") or update.get("status")
+    if not status:
+        return ""
+    name = state_name(status)
+    try:
+        return str(TaskState(name).label)
+    except ValueError:
+        return name
+
+
+# -- the task list ----------------------------------------------------------------------------
+
+
+def task_rows(task_ids: list[str], most: int) -> tuple[list[dict[str, Any]], int]:
+    """The list's rows of the first `most` of these tasks that exist, oldest first (a page
+    adds each on top, so the newest ends first), and how many more of them exist: lookups by
+    primary key, LOOKUP_CAP at most. (Another hub on the same Redis may name tasks that are
+    not this hub's.)"""
+    known = list(Task.objects.filter(pk__in=task_ids[:LOOKUP_CAP]).values_list("pk", flat=True))
+    found = Task.objects.filter(pk__in=known[:most]).select_related("agent")
+    tasks = sorted(found, key=lambda t: t.created_at)
+    model_admin = admin.site._registry.get(Task)
+    return [task_row(task, model_admin) for task in tasks], max(0, len(known) - most)
+
+
+def task_row(task: Task, model_admin: Any) -> dict[str, Any]:
+    names = list(model_admin.list_display) if model_admin is not None else ["id", "state"]
+    return {
+        "id": str(task.pk),
+        "url": reverse("admin:tasks_task_change", args=[task.pk]),
+        "state": task.state,
+        "cells": {name: cell(task, name, model_admin) for name in names if isinstance(name, str)},
+    }
+
+
+def cell(task: Task, name: str, model_admin: Any) -> str:
+    """A list cell's text, as the admin's changelist renders it."""
+    try:
+        field, attr, value = lookup_field(name, task, model_admin)
+    except (AttributeError, ObjectDoesNotExist):
+        return "-"
+    if field is not None and not isinstance(field, models.ForeignKey):
+        shown = display_for_field(value, field, "-")
+    else:
+        shown = display_for_value(value, "-", boolean=getattr(attr, "boolean", False))
+    return strip_tags(str(shown))
+
+
+def changed_since(since: datetime) -> list[str]:
+    """Tasks written since `since`, for the embedded hub (which has no Redis to hear writes
+    on): finished ones from their partial index, open ones from the (state, ...) index; at
+    most CHANGED_CAP of each."""
+    finished = finished_between(since, timezone.now() + timedelta(minutes=1))
+    moving = Task.objects.filter(state__in=sorted(OPEN_STATES), updated_at__gte=since).order_by()
+    ids = list(finished.values_list("pk", flat=True)[:CHANGED_CAP])
+    ids += list(moving.values_list("pk", flat=True)[:CHANGED_CAP])
+    return [str(pk) for pk in ids]

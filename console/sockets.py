@@ -1,0 +1,127 @@
+"""The base of the console's WebSocket consumers: staff only, and a bounded outbox.
+
+A page's socket is fed by a shared feed (`console.feeds`), which hands each watcher a message
+with one `put_nowait`. The socket's own writer sends them on; the browser acknowledges each
+one it applied, and no more than `WINDOW` may be unacknowledged. A browser that stops
+reading (a slow line, a frozen tab) therefore stops the writer, its outbox fills, and the
+next message drops it: it is told to reload and closed. Memory per socket stays within the
+outbox and the window, whatever the server buffers, and nobody upstream ever waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+WINDOW = 8  # messages sent and not yet acknowledged by the page
+FELL_BEHIND = 4000  # close code: the page fell behind and should reload
+
+
+class StaffSocket(AsyncJsonWebsocketConsumer):
+    """A live page's socket for signed-in, active staff (other callers are refused at the
+    handshake: HTTP 403). Subclasses join their feeds in `start` and leave them in `stop`."""
+
+    # Nothing reaches these sockets through Channels' layer: their feeds are in-process.
+    channel_layer_alias = "console: no channel layer"
+    permission = ""  # a permission the user must also have, e.g. "tasks.view_task"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(settings.CONSOLE_SOCKET_QUEUE)
+        self.sent = 0
+        self.acknowledged = 0
+        self.window_open = asyncio.Event()
+        self.window_open.set()
+        self.writer: asyncio.Task[None] | None = None
+        self.dropped = False
+        self.started = False
+
+    async def connect(self) -> None:
+        if not await self.allowed():
+            await self.close()  # before accepting: the handshake is refused
+            return
+        await self.accept()
+        self.writer = asyncio.create_task(self.write())
+        self.started = True
+        await self.start()
+
+    async def allowed(self) -> bool:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not user.is_active or not user.is_staff:
+            return False
+        if self.permission:
+            return bool(await database_sync_to_async(user.has_perm)(self.permission))
+        return True
+
+    async def start(self) -> None:
+        """Join the feeds this page listens to."""
+
+    def stop(self) -> None:
+        """Leave them (on this loop, at once: no await, so a drop cannot be interleaved)."""
+
+    def offer(self, message: dict[str, Any]) -> None:
+        """Queue a message for the page; a full outbox drops the page. Called by feeds on this
+        socket's loop, and never waits."""
+        if self.dropped:
+            return
+        try:
+            self.outbox.put_nowait(message)
+        except asyncio.QueueFull:
+            self.drop("This page fell behind the live updates. Reload it to catch up.")
+
+    def drop(self, reason: str) -> None:
+        self.dropped = True
+        self.stop()
+        if self.writer is not None:
+            self.writer.cancel()
+        # The outbox's messages go with it; only the reason is sent, past the window.
+        self.outbox = asyncio.Queue(1)
+        logger.info("dropped a console socket that fell behind (%s)", self.scope.get("path"))
+        task = asyncio.ensure_future(self.tell_to_reload(reason))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+    async def tell_to_reload(self, reason: str) -> None:
+        with contextlib.suppress(Exception):  # the page may be gone already
+            await self.send_json({"type": "reload", "reason": reason})
+            await self.close(code=FELL_BEHIND)
+
+    async def write(self) -> None:
+        while True:
+            message = await self.outbox.get()
+            while self.sent - self.acknowledged >= WINDOW:
+                self.window_open.clear()
+                await self.window_open.wait()
+            self.sent += 1
+            await self.send_json(message | {"n": self.sent})
+
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return json.loads(text_data)
+        except ValueError:
+            return None  # a page's garbage does not end its socket
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        # The page acknowledges each message it applied by its number.
+        if isinstance(content, dict) and isinstance(content.get("ack"), int):
+            self.acknowledged = max(self.acknowledged, min(content["ack"], self.sent))
+            self.window_open.set()
+
+    async def disconnect(self, code: int) -> None:
+        if self.started and not self.dropped:
+            self.stop()
+        if self.writer is not None:
+            self.writer.cancel()
+
+
+_pending: set[asyncio.Future[None]] = set()

@@ -1,0 +1,219 @@
+"""The console on the real stack, in a real browser: two daphne web processes, two Celery
+workers and beat, PostgreSQL and Redis (tests/integration/stack.py). The operator's pages
+follow what other processes write, without being reloaded.
+
+Each page is saved as a screenshot: in `A2AHUB_SCREENSHOTS` when set, else in the test's
+temporary directory; the path is printed (`pytest -s` shows it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser import chromium
+from tests.helpers import ROOT, eventually
+from tests.integration.stack import Hub, hub_of_its_own
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+PASSWORD = "operator-pass-123"
+# What the hub's processes are told: quick dashboard refreshes and rollups, for a short test.
+CONSOLE_SETTINGS = {"CONSOLE_REFRESH_SECONDS": "1", "CONSOLE_ROLLUP_SECONDS": "2"}
+SHOWN_WITHIN = 2.0  # seconds from an event's write to its row on the page
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    root = tmp_path_factory.mktemp("console-hub")
+    with hub_of_its_own("a2ahub_console", root, CONSOLE_SETTINGS) as running:
+        make_operator(running)
+        yield running
+
+
+def make_operator(hub: Hub) -> None:
+    script = (
+        "import django; django.setup(); from django.contrib.auth.models import User; "
+        f"User.objects.create_superuser('op', 'op@example.com', {PASSWORD!r})"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=hub.env, check=True, timeout=60)
+
+
+def screenshot(page: Page, name: str, tmp_path: Path) -> None:
+    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"console-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+
+
+def sign_in(page: Page, base: str) -> None:
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", "op")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    expect(page.locator("#site-name")).to_have_text("A2A Hub")
+
+
+def wait_until_live(page: Page) -> None:
+    expect(page.locator(".console-live-status")).to_have_attribute("data-state", "live")
+
+
+def mark_page(page: Page) -> None:
+    """A value that lives as long as the page: a reload would lose it."""
+    page.evaluate("window.consoleTestMark = 'not reloaded'")
+
+
+def still_the_same_page(page: Page) -> bool:
+    return bool(page.evaluate("window.consoleTestMark === 'not reloaded'"))
+
+
+def send(base: str, slug: str, text: str, immediately: bool = False) -> str:
+    body = {
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {
+            "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+                        "parts": [{"text": text}]},
+            "configuration": {"returnImmediately": immediately},
+        },
+    }  # fmt: skip
+    answer = httpx.post(f"{base}/agents/{slug}/jsonrpc/", json=body,
+                        headers={"A2A-Version": "1.0"}, timeout=30).json()  # fmt: skip
+    assert "result" in answer, answer
+    return str(answer["result"]["task"]["id"])
+
+
+def test_the_dashboard_shows_a_task_sent_a_moment_ago_and_the_live_processes(
+    hub: Hub, tmp_path: Path
+) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        sign_in(page, hub.web_a)
+        wait_until_live(page)
+        mark_page(page)
+
+        task_id = send(hub.web_b, "echo", "hello, dashboard")  # another web process
+
+        expect(page.locator("#console-recent")).to_contain_text(task_id[:8], timeout=10_000)
+        # Counted by web-b at its next heartbeat, read back from Redis by web-a.
+        expect(page.locator("#console-sends h2")).not_to_contain_text("(last hour: 0)")
+        expect(page.locator("#console-processes tr.process-web")).to_have_count(2)
+        expect(page.locator("#console-processes tr.process-worker")).to_have_count(len(hub.workers))
+        expect(page.locator("#console-processes tr.process-beat")).to_have_count(1)
+        expect(page.locator("#console-health")).to_contain_text("redis ready")
+        expect(page.locator("#console-rollup-behind")).to_have_count(0, timeout=15_000)
+        expect(page.locator('tr[data-agent="echo"] td').nth(2)).not_to_have_text("0")
+        assert still_the_same_page(page)
+        screenshot(page, "dashboard", tmp_path)
+
+
+def test_a_task_page_shows_each_event_a_worker_writes_within_two_seconds(
+    hub: Hub, tmp_path: Path
+) -> None:
+    task_id = send(hub.web_a, "slow", "8", immediately=True)  # a step a second, on a worker
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        sign_in(page, hub.web_a)
+        page.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
+        wait_until_live(page)
+        mark_page(page)
+        runner = hub.process_running(task_id)
+        assert runner is not None and runner.name.startswith("worker")
+
+        delays = []
+        shown = max_shown(page)
+        for _ in range(3):
+            sequence, written_at = next_event_written(hub, task_id, after=shown)
+            number = re.compile(rf"^\s*{sequence}\s*$")
+            cell = page.locator("#events-group td.field-sequence").filter(has_text=number)
+            expect(cell).to_have_count(1, timeout=5_000)
+            delays.append(time.time() - written_at)
+            shown = sequence
+
+        assert max(delays) <= SHOWN_WITHIN, delays
+        assert "seconds done" in page.locator("#events-group").inner_text()
+        assert still_the_same_page(page)
+        screenshot(page, "task-timeline", tmp_path)
+
+
+def max_shown(page: Page) -> int:
+    numbers = page.locator("#events-group td.field-sequence").all_inner_texts()
+    return max(int(n) for n in numbers if n.strip().isdigit())
+
+
+def next_event_written(hub: Hub, task_id: str, after: int) -> tuple[int, float]:
+    """The first event numbered after `after` once it is stored, and when it was written."""
+    found: list[tuple[int, float]] = []
+
+    def stored() -> bool:
+        rows = hub.query(
+            "SELECT sequence, created_at FROM tasks_taskevent WHERE task_id = %s AND sequence > %s"
+            " ORDER BY sequence LIMIT 1",
+            (task_id, after),
+        )
+        found[:] = [(int(rows[0][0]), rows[0][1].timestamp())] if rows else []
+        return bool(rows)
+
+    assert eventually(stored, timeout=15, interval=0.02), f"no event after {after}"
+    return found[0]
+
+
+def test_the_task_list_takes_a_new_task_without_a_reload(hub: Hub, tmp_path: Path) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        sign_in(page, hub.web_a)
+        page.goto(f"{hub.web_a}/admin/tasks/task/")
+        wait_until_live(page)
+        mark_page(page)
+
+        task_id = send(hub.web_b, "echo", "hello, list")
+
+        row = page.locator(f"#result_list tbody tr:has(input[value='{task_id}'])")
+        expect(row).to_have_count(1, timeout=5_000)
+        expect(row).to_contain_text("Completed")
+        link = row.locator("a").first.get_attribute("href")
+        assert link == f"/admin/tasks/task/{task_id}/change/"
+        assert still_the_same_page(page)
+        screenshot(page, "task-list", tmp_path)
+
+
+def handshake_status(base: str, path: str, cookie: str = "") -> str:
+    """The status line a WebSocket opening handshake gets (a raw socket: no client library)."""
+    parts = urlsplit(base)
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Sec-WebSocket-Version: 13\r\nOrigin: {base}\r\n"
+        + (f"Cookie: {cookie}\r\n" if cookie else "")
+        + "\r\n"
+    )
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(request.encode())
+        return sock.recv(4096).decode(errors="replace").split("\r\n")[0]
+
+
+def test_an_anonymous_socket_is_refused_at_the_handshake(hub: Hub) -> None:
+    for path in ("/ws/console/dashboard/", "/ws/console/tasks/"):
+        assert " 403 " in handshake_status(hub.web_a, path)
+
+
+def test_the_minute_rollup_runs_on_the_workers(hub: Hub) -> None:
+    send(hub.web_a, "echo", "count me")
+
+    def rolled() -> bool:
+        return bool(hub.query("SELECT rolled_until FROM console_rollupmark WHERE rolled_until IS "
+                              "NOT NULL"))  # fmt: skip
+
+    assert eventually(rolled, timeout=20, interval=0.5)
