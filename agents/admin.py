@@ -76,6 +76,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "streaming",
                     "push_notifications",
                     "extended_card",
+                    "sign_card",
                     "extensions",
                     "default_input_modes",
                     "default_output_modes",

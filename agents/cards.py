@@ -8,7 +8,6 @@ version read by default; the pure 1.0 document is for requests that say `A2A-Ver
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +22,7 @@ from django.core.exceptions import ValidationError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 
+from agents import card_signing
 from agents.models import Agent, Skill
 
 UNION = "union"
@@ -165,15 +165,20 @@ def build_skill(skill: Skill) -> pb.AgentSkill:
     )
 
 
+def served_card(agent: Agent, base_url: str, extended: bool = False) -> tuple[pb.AgentCard, str]:
+    """The card as clients get it: signed unless the agent opted out; and its ETag, which
+    names what was signed and with which key but not the signature (ECDSA's differ each time
+    and between processes)."""
+    card = build_card(agent, base_url, extended=extended)
+    unsigned = hashlib.sha256(card.SerializeToString(deterministic=True)).hexdigest()
+    kid = card_signing.sign(agent, card, base_url)
+    return card, '"' + hashlib.sha256(f"{unsigned}:{kid}".encode()).hexdigest()[:32] + '"'
+
+
 def card_document(card: pb.AgentCard, variant: str) -> dict[str, Any]:
     if variant == V1_0:
         return MessageToDict(card)
     return agent_card_to_dict(card)
-
-
-def etag(document: dict[str, Any], variant: str) -> str:
-    body = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return '"' + hashlib.sha256(f"{variant}:{body}".encode()).hexdigest()[:32] + '"'
 
 
 def validate_agent_card(agent: Agent, skills: Iterable[Skill] | None = None) -> None:

@@ -24,8 +24,8 @@ class AgentForm(forms.ModelForm):
         fields = [
             "slug", "name", "description", "version", "enabled", "public", "owner",
             "provider_organization", "provider_url", "icon_url", "documentation_url",
-            "streaming", "push_notifications", "extended_card", "extensions",
-            "default_input_modes", "default_output_modes", "security_schemes",
+            "streaming", "push_notifications", "extended_card", "sign_card",
+            "extensions", "default_input_modes", "default_output_modes", "security_schemes",
             "security_requirements", "executor_kind", "executor_settings", "execution_mode",
             "max_concurrent_tasks", "requests_per_minute", "max_message_bytes",
             "task_timeout_seconds",

@@ -55,6 +55,10 @@ class Agent(models.Model):
         default=False,
         help_text="Offer an authenticated extended card (it adds the skills marked extended-only).",
     )
+    sign_card = models.BooleanField(
+        default=True,
+        help_text="Sign the card with the hub's keys (published at /.well-known/jwks.json).",
+    )
     extensions = models.JSONField(
         default=list,
         validators=[validate_extensions],

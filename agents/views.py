@@ -32,12 +32,12 @@ def json_not_found(message: str) -> JsonResponse:
 def serve_card(request: HttpRequest, agent: Agent, variant: str = "") -> HttpResponse:
     if not variant:
         variant = cards.V1_0 if requested_version(request) == "1.0" else cards.UNION
-    card = cards.build_card(agent, public_base_url(request))
-    document = cards.card_document(card, variant)
-    tag = cards.etag(document, variant)
+    card, tag = cards.served_card(agent, public_base_url(request))
+    tag = f'"{variant}-{tag[1:]}'
     if tag in _if_none_match(request):
         response = HttpResponse(status=304)
     else:
+        document = cards.card_document(card, variant)
         response = JsonResponse(document, json_dumps_params={"ensure_ascii": False})
     response["ETag"] = tag
     response["Cache-Control"] = f"public, max-age={settings.CARD_CACHE_SECONDS}"

@@ -31,7 +31,7 @@ class DeveloperAgentForm(AgentForm):
             "slug", "name", "description", "version",
             "provider_organization", "provider_url", "icon_url", "documentation_url",
             "default_input_modes", "default_output_modes",
-            "streaming", "push_notifications", "extended_card", "extensions",
+            "streaming", "push_notifications", "extended_card", "sign_card", "extensions",
             "security_schemes", "security_requirements",
             "executor_kind", "executor_settings",
         ]  # fmt: skip

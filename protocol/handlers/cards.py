@@ -16,4 +16,5 @@ async def get_extended_card(call: Call, request: pb.GetExtendedAgentCardRequest)
         raise ExtendedAgentCardNotConfiguredError("This agent has no extended card.")
     if call.principal.is_anonymous:
         raise AuthenticationRequired("The extended card needs credentials.", challenge(call.agent))
-    return await sync_to_async(cards.build_card)(call.agent, call.base_url, None, True)
+    card, _ = await sync_to_async(cards.served_card)(call.agent, call.base_url, True)
+    return card

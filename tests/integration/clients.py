@@ -3,7 +3,8 @@ and binding.
 
 The client reads the agent's card from that process and keeps only the interface of the
 version and binding under test (the agent's own, or the shared one that names it by
-`tenant`), so its own factory picks the 1.0 transport or the 0.3 compat one.
+`tenant`), so its own factory picks the 1.0 transport or the 0.3 compat one. It checks the
+card's signature first, with the SDK's verifier and the keys the signature's `jku` names.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from a2a.utils.signing import create_signature_verifier
+from jwt import PyJWK
 
 HTTP_TIMEOUT = 45.0
 
@@ -64,7 +67,18 @@ async def a2a_client(
     headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT, headers=headers) as http:
-        card = await A2ACardResolver(http, f"{base}/agents/{slug}").get_agent_card()
+        # Every card is signed: the SDK's verifier checks it with the keys its `jku` names.
+        jwks = f"{base}/.well-known/jwks.json"
+        keys = {key["kid"]: key for key in (await http.get(jwks)).json()["keys"]}
+
+        def key_for(kid: str | None, jku: str | None) -> PyJWK:
+            assert jku == jwks, jku
+            return PyJWK(keys[kid])
+
+        verifier = create_signature_verifier(key_for, ["ES256"])
+        card = await A2ACardResolver(http, f"{base}/agents/{slug}").get_agent_card(
+            signature_verifier=verifier
+        )
         pinned = [
             i
             for i in card.supported_interfaces

@@ -11,6 +11,7 @@ from a2a.compat.v0_3 import types as v03
 
 from agents.models import Agent, Skill
 from tests.factories.agents import SECURED, make_agent
+from tests.factories.signatures import card_verifier
 from tests.factories.versions import V03, V1, VERSIONS
 from tests.protocol.answers import error_info, field_of
 from tests.protocol.callers import Caller
@@ -43,6 +44,16 @@ def test_it_returns_the_card_with_the_extended_only_skills(
     assert skill_ids(card) == ["vault-skill-0", "vault-secret"]
     assert skill_ids(public) == ["vault-skill-0"]
     assert card["name"] == "Vault"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_extended_card_is_signed_like_the_public_one(
+    caller: Caller, vault: Agent, version: str
+) -> None:
+    card = parse_agent_card(caller.result("vault", version, "card"))
+
+    card_verifier(caller.client)(card)
+    assert [skill.id for skill in card.skills] == ["vault-skill-0", "vault-secret"]
 
 
 def test_it_returns_the_pure_1_0_card_to_1_0_callers(caller: Caller, vault: Agent) -> None:
