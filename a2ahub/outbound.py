@@ -17,6 +17,10 @@ deadline per call clamps every connect, read and write, so a server that drips i
 by byte cannot hold a worker past the time limit. Host names and addresses listed in
 `settings.OUTBOUND_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
 
+`a2ahub.outbound_pool` sends many small requests at once over kept-alive connections (webhook
+deliveries) with the same checks: `check_target` before each request, and `connectable` when
+a connection is opened, pinned to the checked address.
+
 `async_stream_post` is the one call that hands the answer over while it arrives (an HTTP
 backend's NDJSON events, applied line by line). It keeps every guarantee above: the same
 guarded connect, no redirects, the fixed User-Agent, the size limit counted over the whole
@@ -294,6 +298,33 @@ def _connectable(host: str, addresses: list[str], trusted: bool) -> list[str]:
     if not trusted:
         _check_addresses(host, addresses)
     return addresses
+
+
+# --- The same checks for a pool of kept-alive connections (a2ahub/outbound_pool.py) ---------
+
+
+def check_target(url: str) -> None:
+    """Before each request of a pool: the URL's form and its literal address if it has one
+    (a pool resolves and checks names only when it opens a connection)."""
+    _target(url)
+
+
+def trusted_endpoint(host: str, port: int) -> bool:
+    """Whether a pool may connect to `host:port` without the address checks: an allow-listed
+    host, or the host and port of one of the hub's own origins (whatever the scheme: the
+    socket reaches the same place)."""
+    normal = _normal_host(host)
+    if normal in _allowed_hosts():
+        return True
+    public = _origin(settings.PUBLIC_BASE_URL) if settings.PUBLIC_BASE_URL else None
+    origins = {*_own_origins, public} - {None}
+    return any(origin[1:] == (normal, port) for origin in origins if origin)
+
+
+def connectable(host: str, port: int, addresses: list[str]) -> list[str]:
+    """The connect-time check of a pooled connection: the addresses it may connect to (all of
+    `addresses`, the lookup's answer); raises UnsafeURL if any is not public."""
+    return _connectable(host, addresses, trusted_endpoint(host, port))
 
 
 # --- The connect-time check -------------------------------------------------------------------

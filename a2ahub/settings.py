@@ -393,6 +393,11 @@ PUSH_RETRY_HORIZON_SECONDS = env_float("PUSH_RETRY_HORIZON_SECONDS", 86400.0, 1.
 # the queue over once the lease has run out (so keep it well above PUSH_TIMEOUT_SECONDS).
 PUSH_LEASE_SECONDS = env_float("PUSH_LEASE_SECONDS", 120.0, 1.0, 3600.0)
 
+# The delivery engine of each worker process (push/engine.py): how many config queues it works
+# at once, each with one delivery in flight. A receiver that answers slowly holds one of them
+# for as long as it takes, so the others keep going.
+PUSH_CONCURRENCY = env_int("PUSH_CONCURRENCY", 200, 1, 5000)
+
 # Retention (tasks.retention, push.retention): finished rows are deleted in the background,
 # in short batches. 0 keeps them forever. Tasks are the callers' data, so keeping them is
 # opt-in; deliveries are the operators' log of webhook traffic, the fastest-growing table.

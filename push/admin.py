@@ -9,12 +9,12 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from a2ahub.worker import submit
-from push.jobs import deliver_config
+from push import engine
 from push.models import (
     Delivery,
     DeliveryAttempt,
@@ -181,8 +181,9 @@ class PushNotificationConfigAdmin(BigListAdmin):
                 continue
             Delivery.objects.create(config=config, event=event, sequence=event.sequence,
                                     next_attempt_at=timezone.now(), test=True)  # fmt: skip
-            submit(deliver_config, config.pk)
             sent += 1
+        if sent:
+            transaction.on_commit(engine.wake)
         self.message_user(request, f"{sent} test deliveries queued.", messages.SUCCESS)
 
     @admin.action(description="Enable the selected configs again")
@@ -256,8 +257,8 @@ class DeliveryAdmin(BigListAdmin):
                 next_attempt_at=timezone.now(),
             )  # fmt: skip
             configs.add(item.config_id)
-        for config_pk in configs:
-            submit(deliver_config, config_pk)
+        if configs:
+            transaction.on_commit(engine.wake)
         self.message_user(request, f"{queryset.count()} deliveries queued again.", messages.SUCCESS)
 
 

@@ -1,21 +1,22 @@
-"""One delivery attempt: build the body in the config's version, sign it, send it through
-the guarded HTTP module, and classify the answer (delivered, retry later, or gone)."""
+"""One delivery attempt's pieces: the body in the config's version, the signed headers, the
+answer classified (delivered, retry later, or gone), and when to try again."""
 
 from __future__ import annotations
 
 import email.utils
 import json
 import random
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.conf import settings
 from django.utils import timezone
 
-from a2ahub.signing import issuer, sign_delivery
-from push.models import Delivery, DeliveryAttempt
+from a2ahub.signing import Signer
+from push.claims import Item, Target
 from tasks import v01_json
+from tasks.models import Task
 from tasks.reading import load_task
 from tasks.wire import V01, V1, task_json, to_json
 
@@ -32,48 +33,39 @@ class Result:
     retry_after: float | None = None
 
 
-def build_body(delivery: Delivery) -> tuple[bytes, str]:
-    """1.0 receivers get the event as a StreamResponse; 0.3 receivers get the Task, and 0.1
-    receivers too, in 0.1's shape under the id their client gave it."""
-    if delivery.config.protocol_version == V1:
-        return json.dumps(delivery.event.payload).encode(), "application/a2a+json"
-    task = load_task(delivery.config.task, None)
-    if delivery.config.protocol_version == V01:
-        body = v01_json.task(to_json(task), delivery.config.task.client_id)
+def needs_task(target: Target) -> bool:
+    """Whether the body is the task as it is now (read from the database when sent)."""
+    return target.protocol_version != V1
+
+
+def event_body(item: Item) -> tuple[bytes, str]:
+    """A 1.0 receiver gets the event as a StreamResponse: its stored JSON as it is."""
+    return item.payload.encode(), "application/a2a+json"
+
+
+def task_body(target: Target) -> tuple[bytes, str]:
+    """0.3 receivers get the Task as it is now, and 0.1 receivers too, in 0.1's shape under
+    the id their client gave it."""
+    task = Task.objects.get(id=target.task_id)
+    if target.protocol_version == V01:
+        body = v01_json.task(to_json(load_task(task, None)), target.client_id)
         return json.dumps(body).encode(), "application/json"
-    return json.dumps(task_json(task, "0.3")).encode(), "application/json"
+    return json.dumps(task_json(load_task(task, None), "0.3")).encode(), "application/json"
 
 
-def build_headers(delivery: Delivery, body: bytes, content_type: str) -> dict[str, str]:
-    config = delivery.config
+def build_headers(
+    target: Target, item: Item, body: bytes, content_type: str, signer: Signer, issuer: str
+) -> dict[str, str]:
     headers = {
         "Content-Type": content_type,
-        "webhook-id": str(delivery.id),
-        "A2A-Push-Signature": sign_delivery(body, str(delivery.id), str(config.task_id), issuer()),
+        "webhook-id": str(item.id),
+        "A2A-Push-Signature": signer.sign(body, str(item.id), target.task_id, issuer),
     }
-    if config.auth_scheme:
-        headers["Authorization"] = f"{config.auth_scheme} {config.auth_credentials}".strip()
-    if config.token:
-        headers["X-A2A-Notification-Token"] = config.token
+    if target.auth_scheme:
+        headers["Authorization"] = f"{target.auth_scheme} {target.auth_credentials}".strip()
+    if target.token:
+        headers["X-A2A-Notification-Token"] = target.token
     return headers
-
-
-def send(delivery: Delivery) -> Result:
-    from a2ahub import outbound
-
-    body, content_type = build_body(delivery)
-    headers = build_headers(delivery, body, content_type)
-    started, clock = timezone.now(), time.monotonic()
-    try:
-        response = outbound.post(
-            delivery.config.url, content=body, headers=headers,
-            timeout=settings.PUSH_TIMEOUT_SECONDS,
-        )  # fmt: skip
-        result = classify(response.status_code, response.headers, response.content)
-    except Exception as exc:  # every failure to reach the receiver is worth a retry
-        result = Result(RETRY, error=f"{type(exc).__name__}: {exc}"[:1000])
-    record_attempt(delivery, started, clock, result)
-    return result
 
 
 def classify(status: int, headers: object, content: bytes) -> Result:
@@ -101,16 +93,14 @@ def parse_retry_after(value: str | None) -> float | None:
     return max((when - timezone.now()).total_seconds(), 0.0)
 
 
-def record_attempt(delivery: Delivery, started: datetime, clock: float, result: Result) -> None:
-    DeliveryAttempt.objects.create(
-        delivery=delivery, started_at=started,
-        duration_ms=int((time.monotonic() - clock) * 1000), status_code=result.status,
-        error=result.error, response_excerpt=result.excerpt,
-    )  # fmt: skip
+class Attempted(Protocol):
+    attempts: int
+    created_at: datetime
 
 
-def next_attempt(delivery: Delivery, result: Result) -> datetime | None:
-    """When to try again, or None when the retry horizon is passed (give up)."""
+def next_attempt(delivery: Attempted, result: Result) -> datetime | None:
+    """When to try again, or None when the retry horizon is passed (give up); `attempts`
+    counts the attempt that just failed."""
     # Past the cap the exponent need not grow: 2 ** 1024 and up no longer fits a float, and a
     # long outage with a low cap (minutes apart for days) gets that many failures.
     doublings = min(max(delivery.attempts - 1, 0), MAX_DOUBLINGS)

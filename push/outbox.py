@@ -1,5 +1,5 @@
 """Push as a listener of the task writer: its configs and deliveries are written in the
-writer's transaction, and the delivery queues are kicked once it commits."""
+writer's transaction, and the delivery engines are woken once it commits (`push.engine`)."""
 
 from __future__ import annotations
 
@@ -16,5 +16,5 @@ def register() -> None:
     hooks.config_given.append(configs.create_config)
     hooks.events_written.append(queue.create_deliveries)
     hooks.committed.append(jobs.kick_task)
-    # Restarts queues whose job was lost (a worker died, a kick never ran).
+    # Wakes the engines for due queues no one holds (a lost wake-up, a dead process's lease).
     schedule.register(jobs.sweep_due_deliveries, lambda: settings.TASK_HEARTBEAT_SECONDS)

@@ -60,19 +60,23 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
     """The hub's maintenance thread (heartbeats, recovery) stops before the test database is
     dropped: it would hold a connection to it, and then fail on the dropped database."""
     yield
+    from push import engine
     from tasks.runner import stop_maintenance
 
     stop_maintenance()
+    engine.stop()  # its connection too
 
 
 @pytest.fixture(autouse=True)
 def fresh_agent_cache() -> None:
     # Rolled-back test transactions send no signals, so each test starts with no cached agent.
+    from a2ahub.signing import forget_current_signer
     from agents.lookup import forget_agents
     from protocol.limits import forget_counts
 
     forget_agents()
     forget_counts()
+    forget_current_signer()  # the signing key of an earlier test's database
 
 
 @pytest.fixture

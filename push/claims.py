@@ -1,0 +1,207 @@
+"""Which delivery queues a process works: a config's queue is held under a lease
+(`PushNotificationConfig.lease_until`), so one process at a time sends its deliveries, one after
+another. A delivery engine claims many due queues in one statement, loads the first deliveries
+of all of them in one query, renews its leases together and releases them together.
+
+A queue is due when its first pending delivery is (a retry waits for its time, and everything
+after it waits too). On PostgreSQL the claim is one `UPDATE ... FROM (SELECT ... FOR UPDATE
+SKIP LOCKED) RETURNING`, so engines in several processes never wait on each other; elsewhere
+(SQLite, embedded: one process) a read and a conditional update in one transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, OuterRef, Q, Subquery, TextField, Window
+from django.db.models.functions import Cast, RowNumber
+from django.utils import timezone
+
+from push.models import Delivery, DeliveryState, PushNotificationConfig
+from tasks.columns import column, table
+
+# Deliveries of one queue loaded per claim: a long queue is released after them and claimed
+# again, so queues with a backlog take turns with the others.
+WINDOW = 50
+# Due deliveries looked at per queue wanted: several of them may belong to one queue.
+SCAN_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class Target:
+    """A config as its deliveries need it."""
+
+    id: int
+    url: str
+    token: str
+    auth_scheme: str
+    auth_credentials: str
+    protocol_version: str
+    task_id: str
+    client_id: str
+
+
+@dataclass
+class Item:
+    """A pending delivery as its queue holds it; `payload` is the event's JSON text."""
+
+    id: uuid.UUID
+    config_id: int
+    sequence: int
+    attempts: int
+    next_attempt_at: datetime
+    created_at: datetime
+    test: bool
+    payload: str
+
+
+@dataclass
+class Claimed:
+    """A queue just claimed: its config, its first deliveries, and whether the lease it took
+    over had run out (a process died holding it, maybe with a delivery in flight)."""
+
+    target: Target
+    items: list[Item]
+    lapsed: bool
+
+
+def lease_end(now: datetime) -> datetime:
+    return now + timedelta(seconds=settings.PUSH_LEASE_SECONDS)
+
+
+def claim(limit: int) -> list[Claimed]:
+    """Claim up to `limit` due queues no one holds; their configs and first deliveries."""
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        leases = claim_on_postgresql(now, limit)
+    else:
+        leases = claim_portably(now, limit)
+    return load(leases)
+
+
+@cache
+def claim_sql() -> str:
+    config, delivery = table(PushNotificationConfig), table(Delivery)
+
+    def c(name: str) -> str:
+        return column(PushNotificationConfig, name)
+
+    def d(name: str) -> str:
+        return column(Delivery, name)
+
+    free = f"c.{c('active')} AND (c.{c('lease_until')} IS NULL OR c.{c('lease_until')} < %(now)s)"
+    return f"""
+    WITH due AS (
+        SELECT d.{d("config")} AS config FROM {delivery} d
+          JOIN {config} c ON c.{c("id")} = d.{d("config")}
+         WHERE d.{d("state")} = %(pending)s AND d.{d("next_attempt_at")} <= %(now)s AND {free}
+         ORDER BY d.{d("next_attempt_at")}
+         LIMIT %(scan)s
+    ), free AS (
+        SELECT c.{c("id")} AS id, c.{c("lease_until")} AS held_until FROM {config} c
+         WHERE c.{c("id")} IN (SELECT config FROM due) AND {free}
+           AND (SELECT h.{d("next_attempt_at")} FROM {delivery} h
+                 WHERE h.{d("config")} = c.{c("id")} AND h.{d("state")} = %(pending)s
+                 ORDER BY h.{d("sequence")}, h.{d("created_at")} LIMIT 1) <= %(now)s
+         LIMIT %(limit)s
+           FOR UPDATE OF c SKIP LOCKED
+    )
+    UPDATE {config} c SET {c("lease_until")} = %(until)s FROM free
+     WHERE c.{c("id")} = free.id
+    RETURNING c.{c("id")}, free.held_until IS NOT NULL
+    """
+
+
+def claim_on_postgresql(now: datetime, limit: int) -> dict[int, bool]:
+    params: dict[str, Any] = {"now": now, "until": lease_end(now), "pending": DeliveryState.PENDING,
+                              "scan": limit * SCAN_FACTOR, "limit": limit}  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(claim_sql(), params)
+        return {int(pk): bool(lapsed) for pk, lapsed in cursor.fetchall()}
+
+
+def claim_portably(now: datetime, limit: int) -> dict[int, bool]:
+    free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    head = (
+        Delivery.objects.filter(config_id=OuterRef("pk"), state=DeliveryState.PENDING)
+        .order_by("sequence", "created_at")
+        .values("next_attempt_at")[:1]
+    )
+    with transaction.atomic():
+        due = (
+            Delivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lte=now)
+            .filter(config__active=True)
+            .order_by("next_attempt_at")
+            .values_list("config_id", flat=True)[: limit * SCAN_FACTOR]
+        )
+        rows = list(
+            PushNotificationConfig.objects.filter(pk__in=set(due), active=True)
+            .filter(free)
+            .annotate(head_at=Subquery(head))
+            .filter(head_at__lte=now)
+            .values_list("pk", "lease_until")[:limit]
+        )
+        leases = {pk: held is not None for pk, held in rows}
+        PushNotificationConfig.objects.filter(pk__in=leases).update(lease_until=lease_end(now))
+    return leases
+
+
+def load(leases: dict[int, bool]) -> list[Claimed]:
+    """The configs of the claimed queues and the first WINDOW pending deliveries of each,
+    in two queries whatever their number."""
+    if not leases:
+        return []
+    rows = PushNotificationConfig.objects.filter(pk__in=leases).values_list(
+        "pk",
+        "url",
+        "token",
+        "auth_scheme",
+        "auth_credentials",
+        "protocol_version",
+        "task_id",
+        "task__client_id",
+    )
+    targets = {
+        pk: Target(pk, url, token, scheme, credentials, version, str(task_id), client_id)
+        for pk, url, token, scheme, credentials, version, task_id, client_id in rows
+    }
+    items: dict[int, list[Item]] = {pk: [] for pk in targets}
+    for row in first_deliveries(list(targets)):
+        items[row[1]].append(Item(*row))
+    return [Claimed(targets[pk], items[pk], leases[pk]) for pk in targets]
+
+
+# Item's fields in order; `body` is the event's payload as text.
+ITEM_FIELDS = ("id", "config_id", "sequence", "attempts", "next_attempt_at", "created_at", "test",
+               "body")  # fmt: skip
+
+
+def first_deliveries(config_ids: list[int]) -> list[tuple]:
+    rank = Window(
+        RowNumber(), partition_by=[F("config_id")], order_by=[F("sequence"), F("created_at")]
+    )
+    return list(
+        Delivery.objects.filter(config_id__in=config_ids, state=DeliveryState.PENDING)
+        # The event as the text the database keeps: a 1.0 body with no decoding and encoding.
+        .annotate(rank=rank, body=Cast("event__payload", output_field=TextField()))
+        .filter(rank__lte=WINDOW)
+        .order_by("config_id", "sequence", "created_at")
+        .values_list(*ITEM_FIELDS)
+    )
+
+
+def renew(config_ids: list[int]) -> None:
+    """Hold these queues for another PUSH_LEASE_SECONDS."""
+    PushNotificationConfig.objects.filter(pk__in=config_ids).update(
+        lease_until=lease_end(timezone.now())
+    )
+
+
+def release(config_ids: list[int]) -> None:
+    PushNotificationConfig.objects.filter(pk__in=config_ids).update(lease_until=None)

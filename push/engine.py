@@ -1,0 +1,339 @@
+"""The delivery engine: one per worker process (and one in the embedded hub's process), an
+event loop that sends webhook deliveries over a pool of kept-alive connections.
+
+It sleeps until woken (a wake-up after a commit that made deliveries, a retry falling due, a
+queue it released, the periodic sweep), then claims due config queues up to
+PUSH_CONCURRENCY in one statement (`push.claims`) and works each one in a task of its own:
+the queue's deliveries in order, one in flight at a time, so a receiver that answers slowly
+holds its own queue and nothing else. Outcomes go to a batch that one writer commits
+(`push.outcomes`), releasing the queues that are done in the same transaction; while it
+writes, the next batch fills. The database is reached from one thread of the engine's own
+(the ORM blocks), which keeps its connection while there is work and gives it back when idle.
+
+What can go wrong, and what happens then:
+- the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
+  sweep wakes the engines, and whoever claims a lapsed queue records the attempt that was
+  lost and sends the first delivery not recorded as delivered again, same `webhook-id`;
+- a wake-up is lost (Redis away): the engines claim again when their subscription is back,
+  and the sweep finds due queues no one holds;
+- the database is away: claims and batches are tried again every second; outcomes wait in
+  memory meanwhile (if the leases run out first, the deliveries are sent again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from functools import partial
+from typing import Any, TypeVar
+
+import redis
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from a2ahub import metrics, signing
+from a2ahub.outbound_pool import OutboundPool, describe
+from push import claims, delivery, outcomes, wakeups
+from push.claims import Claimed, Item, Target
+from push.delivery import Result
+from push.outcomes import Outcome
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# After a failed claim or batch (the database away), the engine tries again this much later.
+RETRY_DB_SECONDS = 1.0
+# Attempt outcomes counted in `a2ahub_push_attempts` (LOST is an attempt the engine did not
+# make: it records one a dead process may have made).
+COUNTED = (outcomes.DELIVERED, outcomes.RETRY, outcomes.GONE, outcomes.ABANDONED)
+
+
+class Engine:
+    """The engine's state; every method but `wake_threadsafe` runs on its event loop."""
+
+    def __init__(self, *, listen: bool) -> None:
+        self.listen = listen
+        self.concurrency = settings.PUSH_CONCURRENCY
+        self.pool = OutboundPool(limit=self.concurrency)
+        self.db = ThreadPoolExecutor(1, thread_name_prefix="a2ahub-push-db")
+        self.running: dict[int, asyncio.Task[None]] = {}
+        self.outcomes: list[Outcome] = []
+        self.releases: list[int] = []
+        self.unwritten: set[int] = set()  # queues done whose release is not committed yet
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.woken: asyncio.Event | None = None
+        self.to_write: asyncio.Event | None = None
+        self.db_calls = 0
+        self.stopping = False
+
+    # -- waking ----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        if self.woken is not None:
+            self.woken.set()
+
+    def wake_threadsafe(self) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.wake)
+
+    def wake_at(self, when: datetime) -> None:
+        """Wake when a retry falls due (a little after, so the claim sees it due)."""
+        assert self.loop is not None
+        delay = max((when - timezone.now()).total_seconds(), 0.0) + 0.005
+        self.loop.call_later(delay, self.wake)
+
+    # -- the database, from the engine's thread --------------------------------------------
+
+    async def in_db(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self.loop is not None
+        self.db_calls += 1
+        try:
+            return await self.loop.run_in_executor(self.db, partial(self.call_db, fn, *args))
+        finally:
+            self.db_calls -= 1
+
+    def call_db(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return fn(*args)
+        except Exception:
+            connections.close_all()  # a restarted database: the next call connects again
+            raise
+        finally:
+            # Idle: give the connection back (to the pool, distributed) rather than hold it.
+            if self.db_calls <= 1 and not self.running and not self.outcomes:
+                connections.close_all()
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.woken, self.to_write = asyncio.Event(), asyncio.Event()
+        self.woken.set()  # whatever is due already
+        parts = [self.claimer(), self.writer(), self.renewer()]
+        if self.listen:
+            parts.append(wakeups.listen(self.wake))
+        try:
+            await asyncio.gather(*parts)
+        finally:
+            await self.pool.close()
+
+    async def claimer(self) -> None:
+        assert self.woken is not None
+        while True:
+            await self.woken.wait()
+            self.woken.clear()
+            free = self.concurrency - len(self.running)
+            if free <= 0 or self.stopping:
+                continue  # a queue that finishes wakes the engine again
+            try:
+                claimed = await self.in_db(claims.claim, free)
+            except Exception:
+                logger.exception("push: claiming due queues failed; trying again")
+                await asyncio.sleep(RETRY_DB_SECONDS)
+                self.wake()
+                continue
+            for queue in claimed:
+                self.running[queue.target.id] = asyncio.create_task(self.work(queue))
+
+    async def work(self, queue: Claimed) -> None:
+        """Send the queue's deliveries in order, one at a time, until one must wait."""
+        target, items = queue.target, queue.items
+        try:
+            if queue.lapsed and items:
+                self.lost(items[0])
+            for item in items:
+                if item.next_attempt_at > timezone.now():
+                    self.wake_at(item.next_attempt_at)
+                    break
+                if not await self.attempt(target, item):
+                    break
+        except Exception:  # a bug, not a receiver's failure: the lease will run out
+            logger.exception("push: working the queue of config %s failed", target.id)
+            self.running.pop(target.id, None)
+            return
+        self.running.pop(target.id, None)
+        self.unwritten.add(target.id)
+        self.releases.append(target.id)
+        self.written_soon()
+        if len(self.running) == self.concurrency - 1:
+            self.wake()  # it was full: a due queue may have waited for this place
+
+    def lost(self, item: Item) -> None:
+        """A lapsed lease: whoever held the queue may have sent its first delivery and died
+        before recording it. Recorded as an attempt; it is sent again now."""
+        item.attempts += 1
+        self.record(Outcome(item.id, item.config_id, outcomes.LOST, timezone.now(),
+                            error=outcomes.LOST_ERROR))  # fmt: skip
+
+    async def attempt(self, target: Target, item: Item) -> bool:
+        """One attempt of one delivery, its outcome recorded; True when the queue goes on."""
+        started, clock = timezone.now(), time.monotonic()
+        try:
+            if delivery.needs_task(target):
+                body, content_type = await self.in_db(delivery.task_body, target)
+            else:
+                body, content_type = delivery.event_body(item)
+            signer = signing.cached_signer()
+            if signer is None:  # read the key off the loop (once every KEY_CACHE_SECONDS)
+                signer = await self.in_db(signing.current_signer)
+            headers = delivery.build_headers(
+                target, item, body, content_type, signer, signing.issuer()
+            )
+            response = await self.pool.post(
+                target.url, content=body, headers=headers, timeout=settings.PUSH_TIMEOUT_SECONDS
+            )
+            result = delivery.classify(response.status_code, response.headers, response.content)
+        except Exception as exc:  # every failure to reach the receiver is worth a retry
+            result = Result(delivery.RETRY, error=describe(exc))
+        item.attempts += 1
+        outcome = Outcome(
+            item.id, item.config_id, result.kind, started,
+            duration_ms=int((time.monotonic() - clock) * 1000), status=result.status,
+            error=result.error, excerpt=result.excerpt,
+        )  # fmt: skip
+        go_on = True
+        if result.kind == delivery.RETRY:
+            retry_at = None if item.test else delivery.next_attempt(item, result)
+            if retry_at is None:
+                outcome.kind = outcomes.ABANDONED  # later events still deserve their own tries
+            else:
+                outcome.retry_at = retry_at
+                self.wake_at(retry_at)
+                go_on = False
+        elif result.kind == delivery.GONE:
+            go_on = False
+        self.record(outcome)
+        return go_on
+
+    # -- writing outcomes ------------------------------------------------------------------
+
+    def record(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self.written_soon()
+
+    def written_soon(self) -> None:
+        if self.to_write is not None:
+            self.to_write.set()
+
+    async def writer(self) -> None:
+        """Commit what came in since the last batch; while one is written the next fills."""
+        assert self.to_write is not None
+        while True:
+            await self.to_write.wait()
+            self.to_write.clear()
+            batch, releases = self.outcomes, self.releases
+            self.outcomes, self.releases = [], []
+            if not batch and not releases:
+                continue
+            try:
+                await self.in_db(write_batch, batch, releases)
+            except Exception:
+                logger.exception("push: writing %d outcomes failed; trying again", len(batch))
+                self.outcomes[:0], self.releases[:0] = batch, releases
+                await asyncio.sleep(RETRY_DB_SECONDS)
+                self.written_soon()
+                continue
+            self.unwritten.difference_update(releases)
+            if releases:
+                self.wake()  # a released queue may have more due (a full window, new events)
+
+    async def shutdown(self, timeout: float) -> None:
+        self.stopping = True
+        if self.running:
+            await asyncio.wait(list(self.running.values()), timeout=timeout)
+        for task in self.running.values():
+            task.cancel()  # its lease runs out; the next claim records the attempt as lost
+        batch, releases = self.outcomes, self.releases
+        self.outcomes, self.releases = [], []
+        if batch or releases:
+            await self.in_db(write_batch, batch, releases)
+        await self.in_db(connections.close_all)
+
+    async def renewer(self) -> None:
+        """Keep the leases of the queues this engine holds while it works them."""
+        while True:
+            await asyncio.sleep(settings.PUSH_LEASE_SECONDS / 3)
+            held = [*self.running, *self.unwritten]
+            if held:
+                try:
+                    await self.in_db(claims.renew, held)
+                except Exception:
+                    logger.exception("push: renewing %d leases failed", len(held))
+
+
+def write_batch(batch: list[Outcome], releases: list[int]) -> None:
+    outcomes.record(batch, releases)
+    counted: dict[str, int] = {}
+    for outcome in batch:
+        if outcome.kind in COUNTED:
+            counted[outcome.kind] = counted.get(outcome.kind, 0) + 1
+    metrics.shared_counts("a2ahub_push_attempts", [({"outcome": k}, n) for k, n in counted.items()])
+
+
+# -- where engines run -----------------------------------------------------------------------
+
+_engine: Engine | None = None
+_started = threading.Lock()
+
+
+def start(*, listen: bool) -> Engine:
+    """Start this process's engine on a thread of its own (once); the engine."""
+    global _engine
+    with _started:
+        if _engine is None:
+            engine = Engine(listen=listen)
+            ready = threading.Event()
+
+            def serve() -> None:
+                async def main() -> None:
+                    task = asyncio.create_task(engine.run())
+                    await asyncio.sleep(0)
+                    ready.set()
+                    await task
+
+                asyncio.run(main())
+
+            threading.Thread(target=serve, name="a2ahub-push", daemon=True).start()
+            ready.wait(10)
+            _engine = engine
+        return _engine
+
+
+def wake_in_process() -> None:
+    """The embedded hub's wake-up: its own engine, started at the first one."""
+    start(listen=False).wake_threadsafe()
+
+
+def running() -> Engine | None:
+    return _engine
+
+
+def stop(timeout: float = 10.0) -> None:
+    """Stop claiming, let the queues under way finish (for `timeout` at most), write what is
+    left and give the connection back: a worker shutting down, the end of a test session."""
+    engine = _engine
+    if engine is not None and engine.loop is not None and engine.loop.is_running():
+        done = asyncio.run_coroutine_threadsafe(engine.shutdown(timeout), engine.loop)
+        try:
+            done.result(timeout + 5)
+        except Exception:
+            logger.exception("push: the engine did not stop cleanly")
+
+
+def wake() -> None:
+    """After a commit that made deliveries: the engines that could send them claim them. A
+    Redis that is away loses the wake-up, not the deliveries (the sweep finds them)."""
+    if not settings.REDIS_URL:
+        wake_in_process()
+        return
+    try:
+        wakeups.publish()
+    except redis.RedisError as exc:
+        logger.warning("push: could not wake the delivery engines (%s); the sweep will", exc)
