@@ -197,8 +197,9 @@ def first_deliveries(config_ids: list[int]) -> list[tuple]:
 
 
 def renew(config_ids: list[int]) -> None:
-    """Hold these queues for another PUSH_LEASE_SECONDS."""
-    PushNotificationConfig.objects.filter(pk__in=config_ids).update(
+    """Hold these queues for another PUSH_LEASE_SECONDS; one released meanwhile (its batch
+    written just before) stays released."""
+    PushNotificationConfig.objects.filter(pk__in=config_ids, lease_until__isnull=False).update(
         lease_until=lease_end(timezone.now())
     )
 

@@ -6,6 +6,7 @@ with the same webhook-id, once the dead worker's lease on the queue has run out)
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 import uuid
@@ -16,8 +17,9 @@ import httpx
 import psycopg
 import pytest
 
+from tests.helpers import eventually
 from tests.integration.stack import Hub, hub_of_its_own
-from tests.push.receiver import Behaviour, Received, Receiver, verified_claims
+from tests.push.receiver import Behaviour, HeldReceiver, Received, Receiver, verified_claims
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +29,8 @@ PUSH_ENV = {
     "OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",
     "PUSH_RETRY_BASE_SECONDS": "0.2",
     "PUSH_RETRY_MAX_SECONDS": "1",
-    "PUSH_TIMEOUT_SECONDS": "10",
+    # Long enough for a held request to stay in flight while the other queues are sent.
+    "PUSH_TIMEOUT_SECONDS": "30",
     "PUSH_LEASE_SECONDS": str(LEASE_SECONDS),
 }
 TOKEN = "real-stack-token"
@@ -196,3 +199,51 @@ def test_a_webhook_set_over_http_json_arrives_signed_and_in_order(
         assert "task" in got[0].json() and "statusUpdate" in got[-1].json()
     else:
         assert {r.json()["kind"] for r in got} == {"task"}
+
+
+ATTEMPTS_LINE = re.compile(r'^a2ahub_push_attempts_total\{outcome="(\w+)"\} ([0-9.e+]+)$', re.M)
+
+
+def attempts_counted(hub: Hub) -> dict[str, int]:
+    text = httpx.get(f"{hub.web_a}/metrics", timeout=10).text
+    return {outcome: int(float(n)) for outcome, n in ATTEMPTS_LINE.findall(text)}
+
+
+def test_a_receiver_that_does_not_answer_holds_only_its_own_queue(
+    hub: Hub, receiver_for: Any
+) -> None:
+    """Many configs at once on the workers' engines: while one receiver holds its first
+    delivery unanswered, every other receiver gets all of its events; the attempts counter
+    at /metrics moves by exactly the attempts made."""
+    before = attempts_counted(hub)
+    slow = HeldReceiver()
+    fast = [receiver_for(Behaviour()) for _ in range(8)]
+    try:
+        slow_task = send_with_webhook(hub, slow.url)
+        slow.wait_for(1, accepted=False, timeout=20)
+        fast_tasks = [send_with_webhook(hub, receiver.url) for receiver in fast]
+        for task_id, receiver in zip(fast_tasks, fast, strict=True):
+            rows = wait_until_all_delivered(hub, task_id, 30)
+            got = receiver.wait_for(len(rows))
+            assert sequences(hub, task_id, got) == list(range(1, len(rows) + 1))
+        assert len(slow.requests) == 1 and not slow.answer_all.is_set()
+
+        slow.answer_all.set()
+        rows = wait_until_all_delivered(hub, slow_task, 30)
+        got = slow.wait_for(len(rows))
+    finally:
+        slow.answer_all.set()
+        slow.down()
+
+    assert sequences(hub, slow_task, got) == list(range(1, len(rows) + 1))
+    made = query(
+        hub, "SELECT count(*) FROM push_deliveryattempt a JOIN push_delivery d "
+        "ON d.id = a.delivery_id JOIN push_pushnotificationconfig c ON c.id = d.config_id "
+        "WHERE c.task_id = ANY(%s)", [uuid.UUID(t) for t in [slow_task, *fast_tasks]],
+    )[0][0]  # fmt: skip
+
+    def moved() -> dict[str, int]:
+        after = attempts_counted(hub)
+        return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+    assert eventually(lambda: moved() == {"delivered": made}), (moved(), made)

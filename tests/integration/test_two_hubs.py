@@ -136,7 +136,8 @@ def test_two_hubs_on_one_database_run_each_task_and_deliver_each_webhook_once(hu
 
     # Each delivery went out once, with one attempt recorded, and arrived once.
     assert len(deliveries) == TASKS * events[0][1]
-    assert all(attempts == 1 and recorded == 1 for _, attempts, recorded in deliveries)
+    twice = [row for row in deliveries if row[1:] != (1, 1)]
+    assert not twice, twice
     arrivals = Counter(r.header("webhook-id") for r in received)
     assert set(arrivals) == {delivery_id for delivery_id, _, _ in deliveries}
     assert set(arrivals.values()) == {1}

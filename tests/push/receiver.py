@@ -139,6 +139,21 @@ class Receiver:
             return not self.lock.wait_for(lambda: len(self.requests) > count, timeout=seconds)
 
 
+class HeldReceiver(Receiver):
+    """Records each request at once but answers none until `answer_all` is set."""
+
+    def __init__(self) -> None:
+        self.answer_all = threading.Event()
+        super().__init__()
+
+    def answer(
+        self, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], float]:
+        planned = super().answer(path, headers, body)
+        self.answer_all.wait(60)
+        return planned
+
+
 def verified_claims(token: str, body: bytes, jwks: dict[str, Any]) -> dict[str, Any]:
     """What a receiver does: check the signature with the published keys, then the body."""
     keyset = jwk.JWKSet.from_json(json.dumps(jwks))

@@ -124,3 +124,21 @@ def test_the_published_keys_hold_no_private_parts(client: Client) -> None:
     for key in published(client)["keys"]:
         assert key["kty"] == "EC" and key["crv"] == "P-256"
         assert "d" not in key
+
+
+def test_every_token_the_cached_signer_makes_verifies_with_the_published_keys(
+    client: Client,
+) -> None:
+    # Hundreds of them: an ECDSA number with leading zero bytes (about 1 in 128 signatures)
+    # must still be written as 32 bytes.
+    key = signing.current_key()
+    jwks = published(client)
+    for n in range(300):
+        body = f'{{"n": {n}}}'.encode()
+        token = signing.sign_delivery(body, f"delivery-{n}", "task-7", ISSUER)
+
+        claims = verified_claims(token, body, jwks)
+
+        assert (claims["jti"], claims["task_id"], claims["iss"]) == (f"delivery-{n}", "task-7",
+                                                                    ISSUER)  # fmt: skip
+        assert header_of(token) == {"alg": "ES256", "kid": key.kid, "typ": "JWT"}
