@@ -11,13 +11,20 @@ inline push config pointing at the receiver (1.0 `SendMessage` with
 
 - burst: N tasks at concurrency c, faster than one worker delivers: the worker's throughput
   (delivered Delivery rows / time, and the receiver's count) with a backlog;
-- paced: M tasks one at a time with a pause between them: latency without a backlog.
+- paced: M tasks one at a time with a pause between them: latency without a backlog;
+- backlog: the worker is stopped (SIGSTOP) while B tasks are sent, then resumed (SIGCONT): the
+  engine's own rate, draining a backlog (fast deliveries / resume to last arrival), which the
+  burst cannot show when the web process sends more slowly than the worker delivers;
+- backlog + slow receiver: the same, with K tasks sent first to a receiver that answers each
+  request after 5 s (`--slow-seconds`): the rate to the fast receiver while the slow queues
+  are in flight, against the backlog phase's.
 
 Latency is the receiver's arrival time minus the `TaskEvent.created_at` of the delivered
 event (both clocks are this machine's).
 
     python bench/push.py                        # from the repository root; about 1 minute
     python bench/push.py -n 300 -c 8 --protocol 0.3 --markdown out.md
+    python bench/push.py --backlog 1000 --slow 20   # the engine's rate, with slow receivers
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import argparse
 import asyncio
 import datetime as dt
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -56,6 +64,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("-c", "--concurrency", type=int, default=8, help="senders in the burst")
     p.add_argument("--paced", type=int, default=40, help="tasks sent one by one (max 1000)")
     p.add_argument("--pause", type=float, default=0.25, help="seconds between paced tasks")
+    p.add_argument(
+        "--backlog",
+        type=int,
+        default=1000,
+        help="tasks sent while the worker is stopped (0: no backlog phases)",
+    )
+    p.add_argument(
+        "--slow",
+        type=int,
+        default=20,
+        help="tasks to the slow receiver in the last phase (0: no such phase)",
+    )
+    p.add_argument(
+        "--slow-seconds",
+        type=float,
+        default=5.0,
+        help="how long the slow receiver takes to answer each request",
+    )
     p.add_argument("--protocol", choices=("1.0", "0.3"), default="1.0")
     p.add_argument("--server", choices=("hub-daphne", "hub-uvicorn"), default="hub-daphne")
     p.add_argument(
@@ -74,6 +100,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.tasks = max(1, min(args.tasks, 5000))
     args.paced = max(0, min(args.paced, 1000))
+    args.backlog = max(0, min(args.backlog, 10000))
+    args.slow = max(0, min(args.slow, 500))
     args.concurrency = max(1, min(args.concurrency, 256))
     return args
 
@@ -84,10 +112,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 class Receiver:
     """Answers 200 to every POST and keeps the first arrival (wall clock) of each webhook-id."""
 
-    def __init__(self) -> None:
+    def __init__(self, slow_seconds: float = 5.0) -> None:
         self.arrivals: dict[str, float] = {}
         self.posts = 0
         self.runner: Any = None
+        self.slow_seconds = slow_seconds
+        self.slow_arrivals: list[float] = []
+
+    async def slow_hook(self, request: Any) -> Any:
+        """The slow receiver: each request is answered `slow_seconds` after it arrives."""
+        from aiohttp import web
+
+        self.slow_arrivals.append(time.time())
+        await request.read()
+        await asyncio.sleep(self.slow_seconds)
+        return web.Response(text="ok")
 
     async def hook(self, request: Any) -> Any:
         from aiohttp import web
@@ -103,6 +142,7 @@ class Receiver:
 
         app = web.Application()
         app.router.add_post("/hook", self.hook)
+        app.router.add_post("/slow", self.slow_hook)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", port).start()
@@ -163,7 +203,9 @@ async def send_tasks(session: Any, url: str, hook_url: str, protocol: str, n: in
 
 DELIVERIES = """
 SELECT d.id::text, d.state, extract(epoch FROM e.created_at), extract(epoch FROM d.delivered_at),
-       d.attempts, e.kind
+       d.attempts, e.kind,
+       (SELECT extract(epoch FROM max(a.started_at)) FROM push_deliveryattempt a
+         WHERE a.delivery_id = d.id)
   FROM push_delivery d
   JOIN push_pushnotificationconfig c ON c.id = d.config_id
   JOIN tasks_taskevent e ON e.id = d.event_id
@@ -224,11 +266,19 @@ async def phase(name: str, ctx: dict[str, Any], n: int, c: int, pause: float) ->
     last_arrival = max(arrived, default=time.time())
     window = max(last_arrival - first_event, 1e-9)
     kinds: dict[str, int] = {}
+    by_kind: dict[str, list[float]] = {}
+    started_after: list[float] = []
     for r in rows:
         kinds[r[5]] = kinds.get(r[5], 0) + 1
+        if r[1] == "delivered" and r[0] in receiver.arrivals:
+            by_kind.setdefault(r[5], []).append((receiver.arrivals[r[0]] - float(r[2])) * 1000)
+            if r[6] is not None:  # when the attempt that delivered it started
+                started_after.append((float(r[6]) - float(r[2])) * 1000)
     result = {
         "phase": name, "tasks": len(task_ids), "send_errors": len(errors),
         "error_examples": errors[:3], "c": c, "send_s": sent - started,
+        "p50_by_kind": {k: percentile(v, 0.5) for k, v in by_kind.items()},
+        "start_p50": percentile(started_after, 0.5),
         "deliveries": len(rows), "delivered": len(delivered),
         "pending": sum(1 for r in rows if r[1] == "pending"),
         "abandoned": sum(1 for r in rows if r[1] == "abandoned"),
@@ -246,6 +296,65 @@ async def phase(name: str, ctx: dict[str, Any], n: int, c: int, pause: float) ->
     return result
 
 
+async def backlog_phase(name: str, ctx: dict[str, Any], n: int, c: int,
+                        slow: int) -> dict[str, Any]:  # fmt: skip
+    """Deliveries of `n` tasks sent while the worker is stopped, counted from its resumption
+    to the last arrival; `slow` tasks to the slow receiver are sent first, so their queues are
+    claimed first and stay in flight while the fast ones drain."""
+    import aiohttp
+
+    args, receiver, worker = ctx["args"], ctx["receiver"], ctx["pids"]["celery"]
+    slow_hook = ctx["hook"].replace("/hook", "/slow")
+    slow_before = len(receiver.slow_arrivals)
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+            if slow:
+                await send_tasks(session, ctx["url"], slow_hook, args.protocol, slow, min(c, slow))
+            task_ids, errors = await send_tasks(session, ctx["url"], ctx["hook"], args.protocol,
+                                                n, c)  # fmt: skip
+        await asyncio.sleep(1.0)  # every commit, and its wake-up, made before the worker runs
+    finally:
+        cpu0 = cpu_seconds(worker)
+        resumed = time.time()
+        os.kill(worker, signal.SIGCONT)
+    print(f"  {name}: {len(task_ids)} tasks sent while the worker was stopped "
+          f"({len(errors)} errors); resumed")  # fmt: skip
+    rows: list[tuple] = []
+    deadline = time.monotonic() + args.drain_timeout
+    while time.monotonic() < deadline:
+        rows = await asyncio.to_thread(deliveries, ctx["dsn"], task_ids)
+        if rows and all(r[1] == "delivered" and r[0] in receiver.arrivals for r in rows):
+            break
+        await asyncio.sleep(0.1)
+    cpu1 = cpu_seconds(worker)
+    delivered = [r for r in rows if r[1] == "delivered"]
+    arrived = [receiver.arrivals[r[0]] for r in delivered if r[0] in receiver.arrivals]
+    last = max(arrived, default=time.time())
+    window = max(last - resumed, 1e-9)
+    slow_during = [t for t in receiver.slow_arrivals[slow_before:] if t <= last]
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r[5]] = kinds.get(r[5], 0) + 1
+    result = {
+        "phase": name, "tasks": len(task_ids), "send_errors": len(errors),
+        "error_examples": errors[:3], "c": c, "send_s": 0.0, "deliveries": len(rows),
+        "delivered": len(delivered), "pending": sum(1 for r in rows if r[1] == "pending"),
+        "abandoned": sum(1 for r in rows if r[1] == "abandoned"),
+        "retried": sum(1 for r in rows if r[4] > 1), "received": len(arrived),
+        "window_s": window, "per_s": len(delivered) / window,
+        "received_per_s": len(arrived) / window, "p50": None, "p90": None, "p99": None,
+        "max": None, "kinds": kinds, "slow_tasks": slow, "slow_in_flight": len(slow_during),
+        "slow_seconds": args.slow_seconds,
+        "cpu_ms": {"celery": (cpu1 - cpu0) * 1000 / max(len(delivered), 1), "web": 0.0},
+    }  # fmt: skip
+    print(f"  {name}: {len(delivered)} of {len(rows)} delivered in {window:.2f} s after the "
+          f"worker resumed: {result['per_s']:.0f}/s"
+          + (f"; {len(slow_during)} requests reached the slow receiver meanwhile" if slow
+             else ""))  # fmt: skip
+    return result
+
+
 async def drive(ctx: dict[str, Any]) -> list[dict[str, Any]]:
     args = ctx["args"]
     receiver: Receiver = ctx["receiver"]
@@ -256,6 +365,12 @@ async def drive(ctx: dict[str, Any]) -> list[dict[str, Any]]:
         results = [await phase("burst", ctx, args.tasks, args.concurrency, 0.0)]
         if args.paced:
             results.append(await phase("paced", ctx, args.paced, 1, args.pause))
+        if args.backlog:
+            results.append(await backlog_phase("backlog", ctx, args.backlog, args.concurrency, 0))
+            if args.slow:
+                results.append(await backlog_phase(
+                    f"backlog + {args.slow} slow", ctx, args.backlog, args.concurrency, args.slow
+                ))  # fmt: skip
         return results
     finally:
         await receiver.stop()
@@ -290,7 +405,7 @@ def run_all(bench: hub.Bench) -> list[dict[str, Any]]:
     print(f"\n== push deliveries ({args.protocol}, one Celery worker, "
           f"-P threads -c {args.celery_concurrency})")  # fmt: skip
     ctx = {
-        "args": args, "receiver": Receiver(), "dsn": dsn, "hook_port": hook_port,
+        "args": args, "receiver": Receiver(args.slow_seconds), "dsn": dsn, "hook_port": hook_port,
         "hook": f"http://127.0.0.1:{hook_port}/hook",
         "url": f"http://127.0.0.1:{web_port}/agents/{AGENT}/jsonrpc/",
         "pids": {"celery": celery_pid, "web": web_pid},
@@ -338,10 +453,21 @@ def notes(results: list[dict[str, Any]]) -> str:
         extra = []
         if r["pending"] or r["abandoned"]:
             extra.append(f"{r['pending']} still pending, {r['abandoned']} abandoned")
+        if r.get("slow_tasks"):
+            extra.append(f"{r['slow_in_flight']} requests reached the slow receiver "
+                         f"({r['slow_tasks']} queues, answering {r['slow_seconds']:g} s late) "
+                         "while the fast ones drained")  # fmt: skip
         if r["send_errors"]:
             extra.append(f"{r['send_errors']} send errors, e.g. {r['error_examples'][0]}")
+        if r.get("p50_by_kind"):
+            extra.append("latency p50 by kind: " + ", ".join(
+                f"{k} {v:.1f} ms" for k, v in sorted(r["p50_by_kind"].items())))  # fmt: skip
+        if r.get("start_p50") is not None:
+            extra.append(f"the delivering attempt started {r['start_p50']:.1f} ms (p50) after "
+                         "the event was stored")  # fmt: skip
+        since = "worker resumed" if r["phase"].startswith("backlog") else "first event"
         out.append(f"- {r['phase']}: events delivered per kind: {kinds}; window "
-                   f"{r['window_s']:.1f} s (first event to last arrival)"
+                   f"{r['window_s']:.1f} s ({since} to last arrival)"
                    + ("; " + "; ".join(extra) if extra else ""))  # fmt: skip
     return "\n".join(out)
 

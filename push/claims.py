@@ -196,6 +196,21 @@ def first_deliveries(config_ids: list[int]) -> list[tuple]:
     )
 
 
+def more(config_id: int, handled: list[uuid.UUID]) -> list[Item]:
+    """The deliveries of a queue still held that came after its window was loaded (events
+    committed while it was sent): those pending, but for the ones already sent."""
+    body = Cast("event__payload", output_field=TextField())
+    rows = (
+        Delivery.objects.filter(config_id=config_id, state=DeliveryState.PENDING)
+        .filter(config__active=True)
+        .exclude(pk__in=handled)
+        .order_by("sequence", "created_at")
+        .annotate(body=body)
+        .values_list(*ITEM_FIELDS)[: max(WINDOW - len(handled), 0)]
+    )
+    return [Item(*row) for row in rows]
+
+
 def renew(config_ids: list[int]) -> None:
     """Hold these queues for another PUSH_LEASE_SECONDS; one released meanwhile (its batch
     written just before) stays released."""

@@ -26,6 +26,7 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -145,15 +146,15 @@ class Engine:
     async def work(self, queue: Claimed) -> None:
         """Send the queue's deliveries in order, one at a time, until one must wait."""
         target, items = queue.target, queue.items
+        handled: list[uuid.UUID] = []
         try:
             if queue.lapsed and items:
                 self.lost(items[0])
-            for item in items:
-                if item.next_attempt_at > timezone.now():
-                    self.wake_at(item.next_attempt_at)
-                    break
-                if not await self.attempt(target, item):
-                    break
+            while items and await self.send_in_order(target, items, handled):
+                if len(handled) >= claims.WINDOW:
+                    break  # released, and claimed again: other queues take their turn
+                # Events committed while these were sent: on at once, without a new claim.
+                items = await self.in_db(claims.more, target.id, handled)
         except Exception:  # a bug, not a receiver's failure: the lease will run out
             logger.exception("push: working the queue of config %s failed", target.id)
             self.running.pop(target.id, None)
@@ -164,6 +165,20 @@ class Engine:
         self.written_soon()
         if len(self.running) == self.concurrency - 1:
             self.wake()  # it was full: a due queue may have waited for this place
+
+    async def send_in_order(
+        self, target: Target, items: list[Item], handled: list[uuid.UUID]
+    ) -> bool:
+        """Send `items` one after another; False when the queue must stop (a retry to wait
+        for, a receiver gone)."""
+        for item in items:
+            if item.next_attempt_at > timezone.now():
+                self.wake_at(item.next_attempt_at)
+                return False
+            handled.append(item.id)
+            if not await self.attempt(target, item):
+                return False
+        return True
 
     def lost(self, item: Item) -> None:
         """A lapsed lease: whoever held the queue may have sent its first delivery and died
