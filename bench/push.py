@@ -22,7 +22,7 @@ inline push config pointing at the receiver (1.0 `SendMessage` with
 Latency is the receiver's arrival time minus the `TaskEvent.created_at` of the delivered
 event (both clocks are this machine's).
 
-    python bench/push.py                        # from the repository root; about 1 minute
+    python bench/push.py                        # from the repository root; about 1.5 minutes
     python bench/push.py -n 300 -c 8 --protocol 0.3 --markdown out.md
     python bench/push.py --backlog 1000 --slow 20   # the engine's rate, with slow receivers
 """
