@@ -150,6 +150,7 @@ INSTALLED_APPS = [
     "agents",
     "tasks",
     "push",
+    "registry",
     "developers",
     "console",
 ]
@@ -397,6 +398,21 @@ PUSH_LEASE_SECONDS = env_float("PUSH_LEASE_SECONDS", 120.0, 1.0, 3600.0)
 # at once, each with one delivery in flight. A receiver that answers slowly holds one of them
 # for as long as it takes, so the others keep going.
 PUSH_CONCURRENCY = env_int("PUSH_CONCURRENCY", 200, 1, 5000)
+
+# The registry (registry/): agents that register themselves live for a TTL their owner renews
+# with heartbeats (a registration may ask for less than the maximum, never more). Expired
+# ones leave the catalog at once and stop being served at the next sweep; they are deleted
+# after the grace period. Registration bodies (cards) are refused past the size limit.
+REGISTRY_DEFAULT_TTL_SECONDS = env_int("REGISTRY_DEFAULT_TTL_SECONDS", 300, 1, 365 * 86400)
+REGISTRY_MAX_TTL_SECONDS = env_int("REGISTRY_MAX_TTL_SECONDS", 86400, 1, 365 * 86400)
+REGISTRY_PURGE_AFTER_SECONDS = env_int("REGISTRY_PURGE_AFTER_SECONDS", 86400, 0, 365 * 86400)
+REGISTRY_SWEEP_SECONDS = env_float("REGISTRY_SWEEP_SECONDS", 30.0, 0.1, 3600.0)
+REGISTRY_MAX_BODY_BYTES = env_int("REGISTRY_MAX_BODY_BYTES", 512 * 1024, 1024, 16 * 1024 * 1024)
+if REGISTRY_DEFAULT_TTL_SECONDS > REGISTRY_MAX_TTL_SECONDS:
+    raise ImproperlyConfigured(
+        f"REGISTRY_DEFAULT_TTL_SECONDS ({REGISTRY_DEFAULT_TTL_SECONDS}) must not be over "
+        f"REGISTRY_MAX_TTL_SECONDS ({REGISTRY_MAX_TTL_SECONDS})"
+    )
 
 # Retention (tasks.retention, push.retention): finished rows are deleted in the background,
 # in short batches. 0 keeps them forever. Tasks are the callers' data, so keeping them is

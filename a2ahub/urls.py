@@ -1,5 +1,5 @@
 """The hub's URL map: home and developer pages, admin, hub-wide well-known documents, the
-operator's probes (health, readiness, metrics), agents."""
+operator's probes (health, readiness, metrics), agents and the registry."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from django.urls import include, path
 from a2ahub import views as hub_views
 from agents import views as agent_views
 from developers import views as developer_views
+from registry import catalog
 
 urlpatterns = [
     path("", developer_views.home, name="home"),
     path("admin/", admin.site.urls),
     path(".well-known/agent-card.json", agent_views.hub_card, name="hub-card"),
     path(".well-known/agent.json", agent_views.hub_card),
-    path(".well-known/ai-catalog.json", agent_views.catalog, name="catalog"),
+    path(".well-known/ai-catalog.json", catalog.ai_catalog, name="catalog"),
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
     path("healthz", hub_views.healthz, name="healthz"),
     path("readyz", hub_views.readyz, name="readyz"),
@@ -24,5 +25,6 @@ urlpatterns = [
     path("agents/", include("protocol.urls")),
     path("a2a/", include("protocol.shared_urls")),
     path("push/", include("push.urls")),
+    path("registry/", include("registry.urls")),
     path("dev/", include("developers.urls")),
 ]

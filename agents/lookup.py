@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -57,6 +58,21 @@ def cached_agent(slug: str) -> Agent | bool | None:
     if hit is None or hit[0] <= time.monotonic():
         return False
     return hit[1]
+
+
+# Apps above this one explain why a slug serves no agent (the registry: "its registration
+# expired at ..."), so callers learn more than "no such agent". Each takes the slug and
+# answers a sentence or None; they run only when no enabled agent has the slug.
+ABSENCE_EXPLAINERS: list[Callable[[str], str | None]] = []
+
+
+def why_absent(slug: str) -> str | None:
+    """The first explanation an app gives for a slug that serves no agent, or None."""
+    for explain in ABSENCE_EXPLAINERS:
+        reason = explain(slug)
+        if reason:
+            return reason
+    return None
 
 
 def forget_agents() -> None:

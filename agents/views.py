@@ -1,8 +1,7 @@
-"""Views that publish agents: each agent's card, the hub's own card and the catalog."""
+"""Views that publish agents: each agent's card and the hub's own card (the AI Catalog is the
+registry's: `registry.catalog`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -10,7 +9,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from agents import cards
-from agents.lookup import find_agent
+from agents.lookup import find_agent, why_absent
 from agents.models import Agent
 
 
@@ -57,7 +56,7 @@ def _if_none_match(request: HttpRequest) -> set[str]:
 def agent_card(request: HttpRequest, slug: str) -> HttpResponse:
     agent = find_agent(slug)
     if agent is None:
-        return json_not_found(f"No agent named {slug!r} is served here.")
+        return json_not_found(why_absent(slug) or f"No agent named {slug!r} is served here.")
     return serve_card(request, agent)
 
 
@@ -77,35 +76,3 @@ def hub_card(request: HttpRequest) -> HttpResponse:
     if agent is None:
         return json_not_found("This hub has no default agent.")
     return serve_card(request, agent)
-
-
-@require_GET
-def catalog(request: HttpRequest) -> HttpResponse:
-    base = public_base_url(request)
-    agents = Agent.objects.filter(public=True, enabled=True).prefetch_related("skills")
-    document = {
-        "name": settings.HUB_NAME,
-        "url": f"{base}/",
-        "agents": [catalog_entry(agent, base) for agent in agents],
-    }
-    response = JsonResponse(document, json_dumps_params={"ensure_ascii": False})
-    response["Cache-Control"] = f"public, max-age={min(settings.CARD_CACHE_SECONDS, 60)}"
-    response["Access-Control-Allow-Origin"] = "*"
-    return response
-
-
-def catalog_entry(agent: Agent, base: str) -> dict[str, Any]:
-    return {
-        "id": agent.slug,
-        "name": agent.name,
-        "description": agent.description,
-        "version": agent.version,
-        "cardUrl": cards.card_url(base, agent),
-        "url": cards.jsonrpc_url(base, agent),
-        "protocolVersions": ["1.0", "0.3"],
-        "skills": [
-            {"id": s.skill_id, "name": s.name, "tags": s.tags}
-            for s in agent.skills.all()
-            if not s.extended_only
-        ],
-    }

@@ -27,7 +27,6 @@ from agents import cards
 from agents.lookup import find_agent
 from agents.models import Agent, ApiKey
 from agents.views import public_base_url
-from developers import importing
 from developers.forms import (
     ApiKeyForm,
     DeveloperAgentForm,
@@ -37,6 +36,7 @@ from developers.forms import (
     kept_skills,
 )
 from developers.tryit import send_as_owner
+from executors import remote_cards as importing
 from tasks.models import Task
 
 if TYPE_CHECKING:

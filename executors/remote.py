@@ -1,8 +1,10 @@
 """The `a2a-remote` executor kind: the hub fronts an A2A agent that runs somewhere else.
 
 An agent's `executor_settings` are `{"card_url": "https://agent.example/.well-known/agent-card.json",
-"timeout": 300}`. Each turn resolves the remote's card, lets the official a2a-sdk client pick the
-transport and protocol version the card offers (1.0, or the 0.3 compat transport), forwards the
+"timeout": 300}`, or, for an agent that registered itself with its card (`registry`), `{"card":
+{...the card as 1.0 JSON...}}`: the hub then uses the stored card instead of fetching one.
+Each turn resolves the remote's card, lets the official a2a-sdk client pick the transport
+and protocol version the card offers (1.0, or the 0.3 compat transport), forwards the
 caller's message with streaming on, and relays what the remote sends (status messages, artifact
 chunks, input-required, the final state) through the TaskUpdater; the hub keeps its own task.
 
@@ -21,6 +23,7 @@ on the hub leaves the remote task as it is).
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -30,6 +33,7 @@ from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.card_resolver import parse_agent_card
 from a2a.types import a2a_pb2 as pb
 from django.core.exceptions import ValidationError
 
@@ -68,6 +72,30 @@ def card_url(settings: dict[str, Any]) -> str:
     return url
 
 
+def stored_card(settings: dict[str, Any]) -> dict[str, Any] | None:
+    card = settings.get("card")
+    return card if isinstance(card, dict) and card else None
+
+
+def interface_url(card: dict[str, Any]) -> str:
+    """Where a stored 1.0 card says the agent answers (its first interface)."""
+    for interface in card.get("supportedInterfaces") or []:
+        if isinstance(interface, dict) and interface.get("url"):
+            return str(interface["url"])
+    raise InvalidAgentResponseError("The agent's stored card names no interface URL.")
+
+
+@asynccontextmanager
+async def connect_agent(
+    settings: dict[str, Any], timeout: float, streaming: bool = True
+) -> AsyncIterator[tuple[Client, pb.AgentCard]]:
+    """`connect` to the agent an agent's settings name: its stored card, or its card URL."""
+    card = stored_card(settings)
+    url = interface_url(card) if card else card_url(settings)
+    async with connect(url, timeout, streaming, card) as pair:
+        yield pair
+
+
 def turn_timeout(settings: dict[str, Any]) -> float:
     try:
         seconds = float(settings.get("timeout", DEFAULT_TIMEOUT))
@@ -83,14 +111,18 @@ async def check_request(request: httpx.Request) -> None:
 
 @asynccontextmanager
 async def connect(
-    url: str, timeout: float, streaming: bool = True
+    url: str, timeout: float, streaming: bool = True, known: dict[str, Any] | None = None
 ) -> AsyncIterator[tuple[Client, pb.AgentCard]]:
-    """An SDK client for the agent whose card is at `url` (and the card), on a guarded HTTP
-    client; the SDK picks the transport and protocol version from the card."""
+    """An SDK client for the agent whose card is at `url` (or is `known`, the agent's own
+    URL being `url`), on a guarded HTTP client; the SDK picks the transport and protocol
+    version from the card."""
     try:
         async with outbound.async_client(url, timeout=timeout) as guarded:
             guarded.event_hooks["request"] = [check_request]
-            card = await A2ACardResolver(guarded, url, agent_card_path="").get_agent_card()
+            if known is not None:
+                card = parse_agent_card(copy.deepcopy(known))
+            else:
+                card = await A2ACardResolver(guarded, url, agent_card_path="").get_agent_card()
             config = ClientConfig(streaming=streaming, httpx_client=guarded)
             yield ClientFactory(config).create(card), card
     except outbound.UnsafeURL as exc:
@@ -117,6 +149,8 @@ def outgoing(context: RequestContext, remote: RemoteTask) -> pb.SendMessageReque
 
 
 def validate_remote_settings(settings: dict[str, Any]) -> None:
+    if stored_card(settings):
+        return  # a registered agent's card, judged when it registered
     url = settings.get("card_url")
     if not isinstance(url, str) or not url:
         raise ValidationError(
@@ -141,7 +175,7 @@ class RemoteAgentExecutor(Executor):
         if context.is_continuation and not self.remote.task_id:
             raise InvalidAgentResponseError("This task has no remote task to continue.")
         settings = context.settings
-        async with connect(card_url(settings), turn_timeout(settings)) as (client, card):
+        async with connect_agent(settings, turn_timeout(settings)) as (client, card):
             self.streaming = card.capabilities.streaming
             async for event in client.send_message(outgoing(context, self.remote)):
                 await self.relay(event, updater)
@@ -149,7 +183,7 @@ class RemoteAgentExecutor(Executor):
     async def cancel(self, context: RequestContext, updater: TaskUpdater) -> None:
         if not self.remote.task_id:
             return
-        async with connect(card_url(context.settings), CANCEL_TIMEOUT) as (client, _card):
+        async with connect_agent(context.settings, CANCEL_TIMEOUT) as (client, _card):
             try:
                 await client.cancel_task(pb.CancelTaskRequest(id=self.remote.task_id))
             except A2AError as exc:

@@ -25,10 +25,11 @@ from a2ahub.errors import (
     ExtensionSupportRequiredError,
     InvalidRequestError,
     JSONParseError,
+    UnsupportedOperationError,
     VersionNotSupportedError,
     invalid_params,
 )
-from agents.lookup import cached_agent, find_agent
+from agents.lookup import cached_agent, find_agent, why_absent
 from agents.models import Agent
 from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
 from protocol import limits
@@ -51,6 +52,15 @@ async def agent_named(slug: str) -> Agent | None:
     if agent is False:
         agent = await sync_to_async(find_agent)(slug)
     return agent if isinstance(agent, Agent) else None
+
+
+async def absence(slug: str) -> UnsupportedOperationError | None:
+    """Why no agent answers at `slug` when an app knows (a registration that expired): the
+    operation is not allowed while the agent is away, and the message says until when."""
+    reason = await sync_to_async(why_absent)(slug)
+    if reason is None:
+        return None
+    return UnsupportedOperationError(reason, data={"reason": "AGENT_UNAVAILABLE", "agent": slug})
 
 
 def raw_version(request: HttpRequest) -> str:

@@ -150,6 +150,8 @@ class Exchange:
     agent: str = ""
     method: str = ""
     code: str = "ok"
+    # Why the agent the URL names is away (an expired registration), answered as an error.
+    absent: A2AError | None = None
 
     def failure(self, error: A2AError) -> HttpResponseBase:
         if self.stream_errors:
@@ -174,6 +176,8 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     method = find_method(method_name, ex.version)
     ex.method = method_name
     if agent is None:
+        if ex.absent is not None:
+            raise ex.absent
         agent = await tenant_agent(params, ex.version)
         ex.agent = agent.slug
         principal = await door.authenticate_caller(request, agent)
@@ -216,7 +220,9 @@ async def tenant_agent(params: dict[str, Any], version: str) -> Agent:
         raise invalid_params("tenant", "name the agent (its slug) this request is for")
     agent = await door.agent_named(tenant)
     if agent is None:
-        raise invalid_params("tenant", f"no agent named {tenant!r} is served here")
+        raise await door.absence(tenant) or invalid_params(
+            "tenant", f"no agent named {tenant!r} is served here"
+        )
     return agent
 
 
@@ -226,8 +232,10 @@ def not_post() -> JsonResponse:
     return response
 
 
-async def answer(request: HttpRequest, agent: Agent | None) -> HttpResponseBase:
-    ex = Exchange()
+async def answer(
+    request: HttpRequest, agent: Agent | None, absent: A2AError | None = None
+) -> HttpResponseBase:
+    ex = Exchange(absent=absent)
     request_id.describe(ex, "jsonrpc")
     started = time.perf_counter()
     response = await respond(request, agent, ex)
@@ -270,6 +278,9 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         return not_post()
     agent = await door.agent_named(slug)
     if agent is None:
+        absent = await door.absence(slug)
+        if absent is not None:
+            return await answer(request, None, absent)
         return json_not_found(f"No agent named {slug!r} is served here.")
     return await answer(request, agent)
 

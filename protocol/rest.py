@@ -316,7 +316,9 @@ async def handle(
     if agent is None:
         agent = await door.agent_named(tenant)
         if agent is None:
-            raise invalid_params("tenant", f"no agent named {tenant!r} is served here")
+            raise await door.absence(tenant) or invalid_params(
+                "tenant", f"no agent named {tenant!r} is served here"
+            )
     ex.agent = agent.slug
     found_route, operation, path = match(request.method or "GET", tail)
     ex.method = operation.method
@@ -391,6 +393,9 @@ async def respond(
 async def endpoint(request: HttpRequest, slug: str, tail: str = "") -> HttpResponseBase:
     agent = await door.agent_named(slug)
     if agent is None:
+        absent = await door.absence(slug)
+        if absent is not None:
+            return rest_error(absent, V03 if tail.lstrip("/").startswith("v1/") else V1)
         error = {"code": 404, "status": "NOT_FOUND", "message": f"No agent named {slug!r}."}
         return json_answer({"error": error}, 404)
     return await answer(request, agent, tail)

@@ -1,4 +1,5 @@
-"""The hub's catalog lists every public, enabled agent with its card URL."""
+"""The AI Catalog (/.well-known/ai-catalog.json, the ai-catalog draft): every public, enabled
+agent, hosted or registered, as an entry with a URN identifier pointing at its card."""
 
 from __future__ import annotations
 
@@ -7,23 +8,63 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from agents.models import ApiKey
+
 pytestmark = pytest.mark.django_db
+
+REQUIRED_TOP = {"specVersion", "host", "entries"}
+REQUIRED_ENTRY = {"identifier", "displayName", "mediaType", "url"}
+
+
+def catalog(client: Client) -> dict[str, Any]:
+    response = client.get("/.well-known/ai-catalog.json")
+    assert response["Content-Type"] == "application/ai-catalog+json"
+    return response.json()
 
 
 def test_catalog_lists_public_agents_only(agent_factory: Any, client: Client) -> None:
     agent_factory("shown")
     agent_factory("hidden", public=False)
     agent_factory("disabled", enabled=False)
-    document = client.get("/.well-known/ai-catalog.json").json()
-    assert [entry["id"] for entry in document["agents"]] == ["shown"]
+    entries = catalog(client)["entries"]
+    assert [entry["identifier"] for entry in entries] == ["urn:a2a-hub:testserver:agent:shown"]
+
+
+def test_catalog_has_the_drafts_required_fields(agent_factory: Any, client: Client) -> None:
+    agent_factory("one", provider_organization="Acme")
+    document = catalog(client)
+    assert set(document) >= REQUIRED_TOP
+    assert document["specVersion"] == "1.0"
+    assert document["host"]["displayName"]
+    entry = document["entries"][0]
+    assert set(entry) >= REQUIRED_ENTRY
+    assert entry["mediaType"] == "application/a2a-agent-card+json"
+    assert entry["identifier"].startswith("urn:")
+    assert entry["publisher"] == {"displayName": "Acme"}
+    assert entry["updatedAt"].endswith("Z")
 
 
 def test_catalog_entries_point_at_cards_that_exist(agent_factory: Any, client: Client) -> None:
     agent_factory("one")
     agent_factory("two", skills=2)
-    entries = client.get("/.well-known/ai-catalog.json").json()["agents"]
-    for entry in entries:
-        assert entry["cardUrl"].startswith("http://testserver/agents/")
-        path = entry["cardUrl"].removeprefix("http://testserver")
-        assert client.get(path).json()["name"] == entry["name"]
-    assert [len(e["skills"]) for e in entries] == [1, 2]
+    for entry in catalog(client)["entries"]:
+        assert entry["url"].startswith("http://testserver/agents/")
+        path = entry["url"].removeprefix("http://testserver")
+        assert client.get(path).json()["name"] == entry["displayName"]
+
+
+def test_catalog_lists_registered_agents_beside_hosted_ones(
+    agent_factory: Any, client: Client, developer: Any
+) -> None:
+    agent_factory("hosted")
+    _, raw = ApiKey.issue("registrar", owner=developer)
+    card = {"name": "Registered", "description": "Came by itself.", "version": "1.0.0",
+            "supportedInterfaces": [{"url": "https://registered.example/a2a",
+                                     "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "capabilities": {}, "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "s", "name": "S", "description": "S.", "tags": ["t"]}]}  # fmt: skip
+    client.post("/registry/agents", card, content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {raw}")  # fmt: skip
+    names = [e["displayName"] for e in catalog(client)["entries"]]
+    assert names == ["hosted".title(), "Registered"]

@@ -1,0 +1,59 @@
+"""The operator's view of registrations: who registered what, when it expires, whether its
+card answers, and a revoke action that removes the agent at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from registry import actions
+from registry.models import Registration
+
+
+class ExpiryFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expiry"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "live"), ("expired", "expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
+        if self.value() == "live":
+            return queryset.filter(expires_at__gt=now)
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        return queryset
+
+
+@admin.register(Registration)
+class RegistrationAdmin(admin.ModelAdmin):
+    list_display = ("agent", "registration_id", "owner_principal", "expires_at", "state",
+                    "health", "checked_at", "source")  # fmt: skip
+    list_filter = (ExpiryFilter, "health", "source")
+    search_fields = ("agent__slug", "registration_id", "owner_principal")
+    readonly_fields = (
+        "agent", "registration_id", "owner_principal", "owner", "source", "protocol_version",
+        "ttl_seconds", "expires_at", "renewed_at", "card_url", "card_etag", "category", "tags",
+        "health", "checked_at", "last_error", "created_at", "updated_at",
+    )  # fmt: skip
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # agents register themselves
+
+    @admin.display(description="state")
+    def state(self, registration: Registration) -> str:
+        return "expired" if registration.is_expired() else "live"
+
+    @admin.action(description="Revoke: remove the agents now", permissions=["delete"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Registration]) -> None:
+        count = 0
+        for registration in queryset.select_related("agent"):
+            actions.revoke(registration)
+            count += 1
+        self.message_user(request, f"{count} registration(s) revoked.", messages.SUCCESS)

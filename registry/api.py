@@ -1,0 +1,168 @@
+"""The registration API (Django REST framework): `POST /registry/agents` registers,
+`GET /registry/agents` searches; `/registry/agents/<agentId>` reads, replaces (PUT) and
+deregisters (DELETE); `POST /registry/agents/<agentId>/heartbeat` renews."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents import cards
+from agents.views import public_base_url
+from registry import actions, errors, search
+from registry.actions import Caller, iso
+from registry.auth import AUTHENTICATION, caller_of
+from registry.errors import ApiError
+from registry.models import Registration
+from registry.shapes import read_submission
+
+
+def read_json(request: Request) -> Any:
+    """The body as JSON, refused with 413 past REGISTRY_MAX_BODY_BYTES before it is parsed."""
+    limit = settings.REGISTRY_MAX_BODY_BYTES
+    too_large = ApiError(413, f"The request body is over {limit} bytes.", "body")
+    declared = request.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    media = (request.content_type or "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise ApiError(415, "Send JSON (application/json).", "Content-Type")
+    try:
+        body = request._request.body  # the raw bytes: DRF's parsers would read past the limit
+    except RequestDataTooBig:
+        raise too_large from None
+    if len(body) > limit:
+        raise too_large
+    try:
+        return json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise ApiError(400, "The body is not valid JSON.", "body") from None
+
+
+def entry(registration: Registration, base: str, full: bool = False) -> dict[str, Any]:
+    agent = registration.agent
+    document: dict[str, Any] = {
+        "agentId": agent.slug,
+        "registrationId": registration.registration_id,
+        "status": "expired" if registration.is_expired() else "registered",
+        "name": agent.name,
+        "description": agent.description,
+        "version": agent.version,
+        "expiresAt": iso(registration.expires_at),
+        "discoveryUrl": cards.card_url(base, agent),
+        "url": cards.jsonrpc_url(base, agent),
+        "protocols": registration.protocols,
+        "tags": registration.tags,
+        "category": registration.category,
+        "skills": [{"id": s.skill_id, "name": s.name, "tags": s.tags} for s in agent.skills.all()],
+    }
+    if full:
+        document |= {
+            "ttl": registration.ttl_seconds,
+            "cardUrl": registration.card_url,
+            "health": registration.health,
+            "lastError": registration.last_error,
+        }
+    return document
+
+
+def receipt(registration: Registration, base: str) -> dict[str, Any]:
+    """Seed 003's answer to a registration (and to a heartbeat or an update)."""
+    return {
+        "status": "registered",
+        "agentId": registration.agent.slug,
+        "registrationId": registration.registration_id,
+        "expiresAt": iso(registration.expires_at),
+        "discoveryUrl": cards.card_url(base, registration.agent),
+        "ttl": registration.ttl_seconds,
+    }
+
+
+class RegistryView(APIView):
+    authentication_classes = AUTHENTICATION
+    permission_classes = [AllowAny]  # each method says who may call it
+    renderer_classes = [JSONRenderer]
+
+    def get_exception_handler(self) -> Any:
+        return errors.handle
+
+    def base(self) -> str:
+        request: HttpRequest = self.request._request
+        return public_base_url(request)
+
+    def caller(self) -> Caller:
+        caller = caller_of(self.request)
+        if caller is None:
+            raise ApiError(401, "Registering needs credentials: a hub API key as a bearer token.")
+        return caller
+
+    def registration(self, agent_id: str) -> Registration:
+        found = Registration.objects.select_related("agent").filter(agent__slug=agent_id).first()
+        if found is None:
+            raise ApiError(404, f"No agent {agent_id!r} is registered here.", "agentId")
+        return found
+
+
+class AgentsView(RegistryView):
+    def get(self, request: Request) -> Response:
+        rows, cursor = search.page(request.query_params)
+        base = self.base()
+        return Response({"agents": [entry(r, base) for r in rows], "nextCursor": cursor})
+
+    def post(self, request: Request) -> Response:
+        caller = self.caller()
+        body = read_json(request)
+        params = request.query_params
+        ttl = params.get("ttl") or (body.get("ttl") if isinstance(body, dict) else None)
+        agent_id = params.get("agentId") or (
+            str(body.get("agentId", "")) if isinstance(body, dict) and "cardUrl" in body else ""
+        )
+        if isinstance(body, dict) and "cardUrl" in body:
+            body = {"cardUrl": body["cardUrl"]}
+        registration, created = actions.register(read_submission(body), caller, ttl, agent_id)
+        response = Response(receipt(registration, self.base()), status=201 if created else 200)
+        response["Location"] = f"{self.base()}/registry/agents/{registration.agent.slug}"
+        return response
+
+
+class AgentView(RegistryView):
+    def get(self, request: Request, agent_id: str) -> Response:
+        registration = self.registration(agent_id)
+        caller = caller_of(request)
+        manager = caller is not None and actions.may_manage(registration, caller)
+        if registration.is_expired() and not manager:
+            raise ApiError(410, f"The registration of agent {agent_id!r} expired at "
+                                f"{iso(registration.expires_at)}.", "agentId")  # fmt: skip
+        return Response(entry(registration, self.base(), full=manager))
+
+    def put(self, request: Request, agent_id: str) -> Response:
+        registration = self.registration(agent_id)
+        caller = self.caller()
+        actions.check_manager(registration, caller)
+        body = read_json(request)
+        ttl = request.query_params.get("ttl")
+        actions.update(registration, read_submission(body), caller, ttl)
+        return Response(receipt(registration, self.base()))
+
+    def delete(self, request: Request, agent_id: str) -> Response:
+        registration = self.registration(agent_id)
+        actions.deregister(registration, self.caller())
+        return Response(status=204)
+
+
+class HeartbeatView(RegistryView):
+    def post(self, request: Request, agent_id: str) -> Response:
+        registration = self.registration(agent_id)
+        caller = self.caller()
+        actions.renew(registration, caller, request.query_params.get("ttl"))
+        return Response(receipt(registration, self.base()) | {"health": registration.health})

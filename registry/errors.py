@@ -1,0 +1,58 @@
+"""The registry API's errors, in the hub's `google.rpc.Status`-like shape: `{"error": {"code",
+"status", "message", "field"}}`, whatever raised them (our refusals or DRF's own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from registry.actions import Refused
+from registry.shapes import BadSubmission
+
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED", 409: "ALREADY_EXISTS", 410: "EXPIRED", 413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}  # fmt: skip
+
+
+CHALLENGE = 'Bearer realm="a2a-hub"'
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+def error_response(status: int, message: str, field: str = "") -> Response:
+    error: dict[str, Any] = {"code": status, "status": STATUS_NAMES.get(status, "UNKNOWN"),
+                             "message": message}  # fmt: skip
+    if field:
+        error["field"] = field
+    response = Response({"error": error}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = CHALLENGE
+    return response
+
+
+def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ApiError):
+        return error_response(exc.status, exc.message, exc.field)
+    if isinstance(exc, BadSubmission):
+        return error_response(exc.status, exc.message, exc.field)
+    if isinstance(exc, Refused):
+        return error_response(exc.status, exc.message, exc.field)
+    response = exception_handler(exc, context)
+    if response is not None:
+        detail = getattr(exc, "detail", None) or str(exc)
+        replaced = error_response(response.status_code, str(detail))
+        for header in ("WWW-Authenticate", "Allow", "Retry-After"):
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+    return None
