@@ -1,0 +1,163 @@
+"""The registry end to end on the real stack: the example agent (examples/, the official SDK's
+server in a process of its own) registers itself, appears in the AI Catalog and in search, and
+the official SDK client completes tasks with it through the hub in both protocol versions.
+Killed, it stops heartbeating: its registration expires (a 3-second TTL, swept by Celery
+beat), it leaves the catalog and calls get the expiry error; restarted, it is back; stopped
+gracefully, it deregisters. Seed 003's request, posted as is, gets the seed's fields."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.types import TaskState
+
+from tests.factories.messages import user_message
+from tests.helpers import ROOT, eventually, free_port
+from tests.integration.clients import a2a_client, send, texts
+from tests.integration.small_hub import small_hub
+from tests.integration.stack import (
+    Hub,
+    claim_redis_database,
+    create_database,
+    drop_database,
+    postgres_url,
+    release_redis_database,
+)
+
+pytestmark = pytest.mark.integration
+
+TTL = 3
+SEED_003 = ROOT / "tests" / "fixtures" / "registry" / "seed-003-registration.json"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    """A web process, a worker and beat (which sends the expiry sweep every half second)."""
+    name = f"a2ahub_registry_{uuid.uuid4().hex[:10]}"
+    settings = {"OUTBOUND_ALLOWED_HOSTS": "127.0.0.1", "REGISTRY_SWEEP_SECONDS": "0.5",
+                "AGENT_CACHE_SECONDS": "0.5"}  # fmt: skip
+    with ExitStack() as cleanup:
+        redis_url = claim_redis_database(name)
+        cleanup.callback(release_redis_database, redis_url, name)
+        create_database(name)
+        cleanup.callback(drop_database, name)
+        root = tmp_path_factory.mktemp("registry")
+        running = cleanup.enter_context(small_hub(postgres_url(name), redis_url, root, settings))
+        running.start_beat()
+        yield running
+
+
+def issue_key(hub: Hub) -> str:
+    """A hub-wide API key, written as the admin would write it."""
+    prefix = secrets.token_hex(6)
+    raw = f"a2a_{prefix}_{secrets.token_urlsafe(32)}"
+    hub.query(
+        "INSERT INTO agents_apikey (name, prefix, key_hash, created_at) "
+        "VALUES (%s, %s, %s, now()) RETURNING id",
+        ("example agent", prefix, hashlib.sha256(raw.encode()).hexdigest()),
+    )
+    return raw
+
+
+class Example:
+    """The example agent's process: started, killed or stopped as its operator would."""
+
+    def __init__(self, hub: Hub, key: str, log: Path) -> None:
+        self.command = [sys.executable, str(ROOT / "examples" / "self_registering_agent.py"),
+                        "--hub", hub.web_a, "--key", key, "--port", str(free_port()),
+                        "--ttl", str(TTL)]  # fmt: skip
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=out,
+                                            stderr=subprocess.STDOUT)  # fmt: skip
+
+    def stop(self, how: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(how)
+            self.process.wait(timeout=15)
+
+
+@pytest.fixture
+def example(hub: Hub, tmp_path: Path) -> Iterator[Example]:
+    agent = Example(hub, issue_key(hub), tmp_path / "example.log")
+    try:
+        yield agent
+    finally:
+        agent.stop(signal.SIGKILL)
+
+
+def catalog_names(hub: Hub) -> list[str]:
+    entries = httpx.get(f"{hub.web_a}/.well-known/ai-catalog.json", timeout=10).json()["entries"]
+    return [e["displayName"] for e in entries]
+
+
+def reverse_through_hub(hub: Hub, version: str, text: str) -> list[list[str]]:
+    async def scenario() -> list[list[str]]:
+        async with a2a_client(hub.web_a, "reverser", version) as client:
+            task = await send(client, user_message(text))
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
+        return [texts(a.parts) for a in task.artifacts]
+
+    return asyncio.run(scenario())
+
+
+def send_raw(hub: Hub) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "role": "user", "messageId": uuid.uuid4().hex, "kind": "message",
+        "parts": [{"kind": "text", "text": "anyone?"}]}}}  # fmt: skip
+    answer = httpx.post(f"{hub.web_a}/agents/reverser/jsonrpc/", json=body, timeout=30)
+    return dict(answer.json())
+
+
+def test_the_example_registers_serves_expires_and_comes_back(hub: Hub, example: Example) -> None:
+    example.start()
+    assert eventually(lambda: "Reverser" in catalog_names(hub), timeout=30), example.log.read_text()
+    found = httpx.get(f"{hub.web_a}/registry/agents?q=revers&skill=reverse", timeout=10).json()
+    assert [a["agentId"] for a in found["agents"]] == ["reverser"]
+
+    for version in ("1.0", "0.3"):
+        assert reverse_through_hub(hub, version, f"hello {version}") == [[f"hello {version}"[::-1]]]
+
+    example.stop(signal.SIGKILL)  # no deregistration: the registration has to expire
+    assert eventually(lambda: "Reverser" not in catalog_names(hub), timeout=TTL + 10)
+    assert eventually(lambda: "error" in send_raw(hub), timeout=10)
+    error = send_raw(hub)["error"]
+    assert error["code"] == -32004 and "expired at" in error["message"]
+
+    example.start()
+    assert eventually(lambda: "Reverser" in catalog_names(hub), timeout=30), example.log.read_text()
+    assert eventually(lambda: "result" in send_raw(hub), timeout=10)
+    assert reverse_through_hub(hub, "1.0", "back") == [["kcab"]]
+
+    example.stop(signal.SIGTERM)  # a graceful stop deregisters
+    gone = httpx.get(f"{hub.web_a}/registry/agents/reverser", timeout=10)
+    assert gone.status_code == 404
+
+
+def test_seed_003s_request_posted_as_is_gets_the_seeds_fields(hub: Hub) -> None:
+    raw = issue_key(hub)
+    answer = httpx.post(f"{hub.web_a}/registry/agents", content=SEED_003.read_bytes(), timeout=10,
+                        headers={"Content-Type": "application/json",
+                                 "Authorization": f"Bearer {raw}"})  # fmt: skip
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert {"status", "agentId", "registrationId", "expiresAt", "discoveryUrl"} <= set(body)
+    assert (body["status"], body["agentId"]) == ("registered", "weather-agent-001")
+    card = httpx.get(body["discoveryUrl"], timeout=10).json()
+    assert card["name"] == json.loads(SEED_003.read_text())["name"]
