@@ -79,18 +79,20 @@ class Task(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            # ListTasks: a caller's tasks on one agent, newest first, with each filter; the
-            # id breaks ties in created_at, so a cursor (created_at, id) is a place in them.
-            models.Index(fields=["owner", "agent", "-created_at", "-id"], name="task_list"),
+            # ListTasks: a caller's tasks on one agent, latest status first (the spec's order),
+            # with each filter; the id breaks ties in status_timestamp, so a cursor
+            # (status_timestamp, id) is a place in them, and `statusTimestampAfter` is a range
+            # of the same index.
+            models.Index(fields=["owner", "agent", "-status_timestamp", "-id"], name="task_list"),
             models.Index(
-                fields=["owner", "agent", "state", "-created_at", "-id"], name="task_list_state"
+                fields=["owner", "agent", "state", "-status_timestamp", "-id"],
+                name="task_list_state",
             ),
-            models.Index(fields=["owner", "agent", "status_timestamp"], name="task_list_status"),
-            # A context's tasks, newest first (ListTasks filters by context), and the admin's
-            # search by a context id's beginning: the pattern operators serve LIKE 'x%'
+            # A context's tasks in the same order (ListTasks filters by context), and the
+            # admin's search by a context id's beginning: the pattern operators serve LIKE 'x%'
             # whatever the database's collation, and equality too.
             models.Index(
-                fields=["context_id", "-created_at", "-id"],
+                fields=["context_id", "-status_timestamp", "-id"],
                 name="task_context",
                 opclasses=["varchar_pattern_ops", "timestamptz_ops", "uuid_ops"],
             ),

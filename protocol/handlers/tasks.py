@@ -106,23 +106,23 @@ MAX_TOTAL_SIZE = 2**31 - 1
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where a page ends: the last task's (created_at, id), and the listing's size as told on
-    its first page (None in tokens issued before the size was carried)."""
+    """Where a page ends: the last task's (status_timestamp, id), and the listing's size as
+    told on its first page (None in tokens issued before the size was carried)."""
 
-    created_at: datetime
+    status_timestamp: datetime
     task_id: str
     total: int | None
 
 
 def encode_cursor(task: Task, total: int) -> str:
-    raw = json.dumps([task.created_at.isoformat(), str(task.id), total])
+    raw = json.dumps([task.status_timestamp.isoformat(), str(task.id), total])
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
 def decode_cursor(token: str) -> Cursor:
     try:
-        created, task_id, *rest = json.loads(base64.urlsafe_b64decode(token.encode()))
-        when = datetime.fromisoformat(created)
+        stamp, task_id, *rest = json.loads(base64.urlsafe_b64decode(token.encode()))
+        when = datetime.fromisoformat(stamp)
         total = int(rest[0]) if rest else None
         if len(rest) > 1 or when.tzinfo is None or (total is not None and total < 0):
             raise ValueError(token)
@@ -132,8 +132,9 @@ def decode_cursor(token: str) -> Cursor:
 
 
 def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:
-    """The caller's tasks the request's filters select, newest first. Each filter has an index
-    that starts with (owner, agent) (`tasks.models.Task.Meta.indexes`)."""
+    """The caller's tasks the request's filters select, latest status first: the spec's order
+    ("sorted by their status timestamp time in descending order"), the id breaking ties. Each
+    filter has an index in that order (`tasks.models.Task.Meta.indexes`)."""
     tasks = Task.objects.filter(agent=call.agent, owner=call.principal.id)
     if request.context_id:
         tasks = tasks.filter(context_id=request.context_id)
@@ -144,16 +145,20 @@ def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:
         tasks = tasks.filter(state=state)
     if request.HasField("status_timestamp_after"):
         after = request.status_timestamp_after.ToDatetime(tzinfo=datetime.now().astimezone().tzinfo)
-        tasks = tasks.filter(status_timestamp__gt=after)
-    return tasks.order_by("-created_at", "-id")
+        # "greater than or equal to this value", says the spec: a range of the same index.
+        tasks = tasks.filter(status_timestamp__gte=after)
+    return tasks.order_by("-status_timestamp", "-id")
 
 
 def after_cursor(tasks: QuerySet[Task], cursor: Cursor) -> QuerySet[Task]:
-    """The tasks past the cursor in (created_at, id) order. The first condition follows from
-    the second; it is there so that the index scan starts at the cursor rather than reading,
-    and dropping, every newer task."""
-    return tasks.filter(created_at__lte=cursor.created_at).filter(
-        Q(created_at__lt=cursor.created_at) | Q(id__lt=cursor.task_id)
+    """The tasks past the cursor in (status_timestamp, id) order. The first condition follows
+    from the second; it is there so that the index scan starts at the cursor rather than
+    reading, and dropping, every later task. A task whose status changes while a client pages
+    moves to the front of the listing: a later page does not show it again (the spec's order
+    makes that so for any cursor)."""
+    stamp = cursor.status_timestamp
+    return tasks.filter(status_timestamp__lte=stamp).filter(
+        Q(status_timestamp__lt=stamp) | Q(id__lt=cursor.task_id)
     )
 
 

@@ -1,7 +1,9 @@
-"""ListTasks (1.0 only): the caller's tasks, newest first, in cursor pages, with filters."""
+"""ListTasks (1.0 only): the caller's tasks, latest status first, in cursor pages, with
+filters."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -128,13 +130,30 @@ def test_it_filters_by_state(caller: Caller, tck: Agent) -> None:
     assert ids(listed(caller, status="TASK_STATE_WORKING")) == []
 
 
+def test_it_lists_the_latest_status_change_first(caller: Caller, tck: Agent) -> None:
+    waiting = send_tck(caller, "input-required")
+    done = send_tck(caller, "complete-task")
+
+    before = listed(caller)
+    caller.result("tck", V1, "cancel", {"id": waiting["id"]})
+    after = listed(caller)
+
+    # The spec's order: status timestamp, descending, not creation.
+    assert ids(before) == [done["id"], waiting["id"]]
+    assert ids(after) == [waiting["id"], done["id"]]
+
+
 def test_it_filters_by_status_timestamp(caller: Caller, tck: Agent) -> None:
     older = send_tck(caller, "complete-task")
     newer = send_tck(caller, "complete-task")
+    stamp = datetime.fromisoformat(older["status"]["timestamp"])
+    just_after = (stamp + timedelta(microseconds=1)).isoformat().replace("+00:00", "Z")
 
-    result = listed(caller, statusTimestampAfter=older["status"]["timestamp"])
-
-    assert ids(result) == [newer["id"]]
+    # "greater than or equal to this value": the bound itself is in.
+    assert ids(listed(caller, statusTimestampAfter=older["status"]["timestamp"])) == [
+        newer["id"], older["id"],
+    ]  # fmt: skip
+    assert ids(listed(caller, statusTimestampAfter=just_after)) == [newer["id"]]
 
 
 def test_it_filters_by_status_timestamp_after_a_later_status_change(
@@ -146,7 +165,8 @@ def test_it_filters_by_status_timestamp_after_a_later_status_change(
     caller.result("tck", V1, "cancel", {"id": waiting["id"]})
     result = listed(caller, statusTimestampAfter=done["status"]["timestamp"])
 
-    assert ids(result) == [waiting["id"]]
+    # The canceled task's status is now later than the completed one's (which is at the bound).
+    assert ids(result) == [waiting["id"], done["id"]]
 
 
 def test_it_leaves_out_artifacts_and_history_unless_asked(caller: Caller, tck: Agent) -> None:

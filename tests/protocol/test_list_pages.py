@@ -1,5 +1,5 @@
-"""ListTasks over many tasks: cursor pages hold every task once (tasks made at the same instant
-too), with filters and deep in the listing; `totalSize` is exact up to
+"""ListTasks over many tasks: cursor pages hold every task once (tasks updated at the same
+instant too), with filters and deep in the listing; `totalSize` is exact up to
 A2A_LIST_EXACT_TOTAL_LIMIT and PostgreSQL's estimate past it, told on the first page and carried
 by the token; a page costs the same number of queries whatever its size."""
 
@@ -52,14 +52,14 @@ def stored(agent: Agent, owner: str, count: int, **fields: Any) -> list[Task]:
 
 
 def newest_first(tasks: list[Task]) -> list[str]:
-    """The listing's order worked out here: creation time, then id, both descending."""
-    ordered = sorted(tasks, key=lambda t: (t.created_at, uuid.UUID(str(t.id))), reverse=True)
+    """The listing's order worked out here: status time, then id, both descending."""
+    ordered = sorted(tasks, key=lambda t: (t.status_timestamp, uuid.UUID(str(t.id))), reverse=True)
     return [str(t.id) for t in ordered]
 
 
 def made_at(tasks: list[Task], when: Any) -> list[Task]:
-    # Test setup only: tasks written in the same instant, as a busy hub writes them.
-    Task.objects.filter(id__in=[t.id for t in tasks]).update(created_at=when)
+    # Test setup only: tasks whose status changed in the same instant, as on a busy hub.
+    Task.objects.filter(id__in=[t.id for t in tasks]).update(status_timestamp=when)
     return list(Task.objects.filter(id__in=[t.id for t in tasks]))
 
 
@@ -70,7 +70,7 @@ def token(*fields: Any) -> str:
 # Pages hold every task once.
 
 
-def test_tasks_made_at_the_same_instant_are_each_listed_once(caller: Caller, tck: Agent) -> None:
+def test_tasks_updated_at_the_same_instant_are_each_listed_once(caller: Caller, tck: Agent) -> None:
     now = timezone.now()
     tasks = made_at(stored(tck, caller.principal, 9), now)
     tasks += made_at(stored(tck, caller.principal, 2), now - timedelta(seconds=1))
@@ -112,7 +112,7 @@ def test_a_token_from_before_the_size_was_carried_still_pages(caller: Caller, tc
     tasks = newest_first(stored(tck, caller.principal, 3))
     first = Task.objects.get(id=tasks[0])
 
-    older = listed(caller, pageToken=token(first.created_at.isoformat(), tasks[0]))
+    older = listed(caller, pageToken=token(first.status_timestamp.isoformat(), tasks[0]))
 
     assert ids(older) == tasks[1:]
     assert older["totalSize"] == 3
