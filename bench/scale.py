@@ -7,7 +7,8 @@ seeds the demo agents, sends one real task to the echo agent and copies that tas
 (task, messages, artifacts) with `INSERT ... SELECT generate_series`, growing the table to
 each size in turn. Then it calls the hub's ASGI application in this process (A2A 1.0 JSON-RPC,
 with an API key, as a client would) and the admin through Django's test client, and prints
-p50 and p95 of each call in milliseconds. No Redis and no other process is used.
+p50 and p95 of each call in milliseconds. No Redis, no other process and no periodic job (the
+hub's maintenance thread is stopped: nothing is delivered or pruned while it is timed).
 
     python bench/scale.py                                   # 1k, 100k, 1M (about 10 minutes)
     python bench/scale.py --sizes 1000,1000000 --json-out new.json --compare old.json
@@ -179,7 +180,7 @@ def load_push(template: str, first: int, last: int, start: dt.datetime) -> None:
 
     created = "%(start)s::timestamptz + n * interval '1 second'"
     config = insert_select(PushNotificationConfig, {
-        "config_id": "'hook'", "url": "'https://receiver.example.com/hook'", "token": "''",
+        "config_id": "'hook'", "url": "'http://127.0.0.1:9/hook'", "token": "''",
         "auth_scheme": "''", "auth_credentials": "''", "protocol_version": "'1.0'",
         "active": "mod(n, 1000) <> 0", "disabled_reason": "''", "last_error": "''",
         "lease_until": "NULL", "created_at": created, "updated_at": created,
@@ -309,6 +310,12 @@ async def measure_protocol(
         ),
         "ListTasks contextId": lambda: call_rpc(
             app, key, "ListTasks", {"contextId": context_of(rng.randint(1, size))}
+        ),
+        "ListTasks contextId + status=completed": lambda: call_rpc(
+            app,
+            key,
+            "ListTasks",
+            {"contextId": context_of(rng.randint(1, size)), "status": "TASK_STATE_COMPLETED"},
         ),
         "ListTasks page 100 via pageToken": lambda: call_rpc(
             app, key, "ListTasks", {"pageToken": token} if token else {}
@@ -471,7 +478,33 @@ def explain_all(key_id: str, size: int, start: dt.datetime) -> str:
         with CaptureQueriesContext(connection) as queries:
             client.get(reverse("admin:tasks_task_changelist"), params)
         out.append(explain_queries(name, queries.captured_queries))
+    out.append(dashboard_queries(client))
     return "\n".join(out)
+
+
+def dashboard_queries(client: Any, shown: int = 5) -> str:
+    """The dashboard's queries: how many, their total time, and the slowest few with their
+    plans (any table: the page reads rollups, deliveries and Redis as well as tasks)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    client.get(reverse("admin:index"))  # warm: the page keeps its numbers for a while
+    with CaptureQueriesContext(connection) as queries:
+        client.get(reverse("admin:index"))
+    captured = queries.captured_queries
+    total = sum(float(q["time"]) for q in captured)
+    slowest = sorted(captured, key=lambda q: float(q["time"]), reverse=True)[:shown]
+    lines = [f"### admin dashboard (home): {len(captured)} queries, {1000 * total:.1f} ms in all"]
+    for query in slowest:
+        sql = query["sql"]
+        lines.append(f"\n    {1000 * float(query['time']):.1f} ms: {sql[:600]}")
+        if sql.startswith("SELECT"):
+            with connection.cursor() as cursor:
+                cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) {sql}")
+                plan = "\n".join(f"        {row[0]}" for row in cursor.fetchall())
+            lines.append(f"\n{plan}")
+    return "\n".join(lines) + "\n"
 
 
 def explain_queries(name: str, captured: list[dict[str, str]]) -> str:
@@ -571,6 +604,12 @@ def main(argv: list[str] | None = None) -> int:
 
         django.setup()
         from agents.models import Agent, ApiKey
+        from tasks import runner
+
+        # The hub here is embedded: its maintenance thread would run the periodic jobs, and
+        # the push sweep would send the pending deliveries loaded above and retention prune
+        # the old ones while they are timed. Stopped before it starts: the bench only reads.
+        runner.stop_maintenance(timeout=0)
 
         api_key, key = ApiKey.issue("scale bench", agent=Agent.objects.get(slug=SLUG))
         from a2ahub.asgi import application
