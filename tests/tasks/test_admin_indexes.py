@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent
-from tasks.models import Binding, Task
+from push.models import Delivery, DeliveryState, PushNotificationConfig
+from tasks.models import Binding, Task, TaskEvent
 from tests.factories.agents import make_agent
 from tests.factories.versions import V03, V1
 
@@ -114,3 +115,42 @@ def test_the_search_reads_an_index_for_each_thing_it_finds(
 
     assert f"Bitmap Index Scan on {index}" in plan
     assert "Seq Scan" not in plan
+
+
+def test_the_delivery_list_reads_the_due_index_in_its_order(
+    operator_client: Client, many_tasks: list[Task]
+) -> None:
+    """Pending first, then the others, latest due first: a backward scan of `delivery_due`,
+    whatever the number of deliveries."""
+    event = TaskEvent.objects.create(
+        task=many_tasks[0], sequence=1, kind="status", payload={}, created_at=timezone.now()
+    )
+    config = PushNotificationConfig.objects.create(
+        task=many_tasks[0], config_id="hook", url="https://receiver.example.com/hook",
+        protocol_version=V1,
+    )  # fmt: skip
+    start = timezone.now() - timedelta(days=1)
+    Delivery.objects.bulk_create(
+        Delivery(config=config, event=event, sequence=1, attempts=1,
+                 state=DeliveryState.PENDING if n % 50 == 0 else DeliveryState.DELIVERED,
+                 next_attempt_at=start + timedelta(seconds=n))
+        for n in range(3000)
+    )  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(f'ANALYZE "{Delivery._meta.db_table}"')
+
+    with CaptureQueriesContext(connection) as queries:
+        response = operator_client.get(reverse("admin:push_delivery_changelist"))
+    assert response.status_code == 200
+    (sql,) = [
+        q["sql"] for q in queries.captured_queries if 'ORDER BY "push_delivery"."state"' in q["sql"]
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "Index Scan Backward using delivery_due on" in plan
+    # The primary key breaks ties among deliveries due at the same instant: a sort of those
+    # few, never of the table.
+    assert "Seq Scan" not in plan
+    assert "Sort" not in plan or "Incremental Sort" in plan

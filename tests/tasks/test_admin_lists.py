@@ -213,3 +213,44 @@ def test_the_delivery_list_finds_a_tasks_deliveries_by_the_beginning_of_its_id(
     assert found(str(first.id)[:8]) == {mine}
     assert found(str(theirs.id)) == {theirs}
     assert found("not an id") == set()
+
+
+# Queries per page.
+
+
+def page_queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries.captured_queries)
+
+
+def test_a_page_of_tasks_costs_the_same_queries_for_a_few_tasks_or_a_full_page(
+    operator_client: Client, agent_factory: Any
+) -> None:
+    agents = [agent_factory(f"agent-{n}") for n in range(3)]
+    for n in range(3):
+        open_task(agents[n % 3], ended())
+    few = page_queries(operator_client, reverse(TASKS))
+
+    for n in range(120):
+        open_task(agents[n % 3], ended() if n % 2 else ())
+    full = page_queries(operator_client, reverse(TASKS))
+
+    assert few == full
+
+
+def test_a_page_of_deliveries_costs_the_same_queries_for_a_few_or_a_full_page(
+    operator_client: Client, agent_factory: Any
+) -> None:
+    agent = agent_factory("hooked")
+    url = reverse("admin:push_delivery_changelist")
+    stored_delivery(open_task(agent, ended()))
+    few = page_queries(operator_client, url)
+
+    for n in range(60):
+        task = open_task(agent, ended())
+        stored_delivery(task, state=DeliveryState.PENDING if n % 3 else DeliveryState.DELIVERED)
+        stored_delivery(task)
+    full = page_queries(operator_client, url)
+
+    assert few == full
