@@ -75,9 +75,12 @@ def test_the_first_page_reads_the_callers_index(tck: Agent, many_tasks: None) ->
 
     assert "Index Scan using task_list on" in page
     assert "Sort" not in page
-    # Any of the caller's indexes will do for counting: read alone, without the table.
-    assert "Index Only Scan using task_list" in count
-    assert "Index Cond: ((owner = 'apikey:1'::text) AND (agent_id = " in count
+    # The count stops at the limit, reading an index rather than the table (which index is
+    # the planner's choice: the caller's, or the agent's with the owner filtered, depending
+    # on the statistics and on how much of the table is all-visible).
+    assert "Limit" in count
+    assert "Seq Scan" not in count
+    assert "Index Cond:" in count
 
 
 def test_a_status_filter_reads_the_index_with_the_state(tck: Agent, many_tasks: None) -> None:
@@ -103,7 +106,7 @@ def test_a_status_time_filter_is_a_range_of_the_callers_index(tck: Agent, many_t
     assert "Sort" not in page
     index_condition = next(line for line in page.split("\n") if "Index Cond" in line)
     assert "status_timestamp >=" in index_condition
-    assert "Index Only Scan using task_list" in count
+    assert "Seq Scan" not in count
 
 
 def test_a_deep_page_starts_its_scan_at_the_cursor(tck: Agent, many_tasks: None) -> None:
