@@ -4,8 +4,8 @@ HTTP is Django (static files included, so one process is a whole hub), except th
 endpoints (JSON-RPC and HTTP+JSON, per agent and shared), which skip Django's handler and
 the site's middleware (see `protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or
 messages, and under ASGI each of those costs thread hops on the hottest path. WebSocket
-routes (`a2ahub/routing.py`, where the console's live pages are registered here) sit behind
-the session's user and the allowed hosts. A process serving this application says it is
+routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the session's
+user and the allowed hosts. A process serving this application says it is
 alive (`a2ahub.processes`), as a web process.
 """
 
@@ -28,11 +28,10 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from a2ahub import processes  # noqa: E402
-from a2ahub.routing import routes, websocket_urlpatterns  # noqa: E402
+from a2ahub.routing import routes  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
 
-websocket_urlpatterns.extend(console_routing.websocket_urlpatterns)
 processes.start("web")
 
 site_application = (
@@ -51,6 +50,8 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
 application = ProtocolTypeRouter(
     {
         "http": http_application,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(routes()))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(routes(console_routing.websocket_urlpatterns)))
+        ),
     }
 )

@@ -1,7 +1,8 @@
 """The Celery application. Jobs live in each app's `jobs.py`: in this code "task" is an A2A Task.
 
 Periodic jobs come from `a2ahub.schedule` (apps register them): beat reads the table when it
-starts, once Django's apps are ready.
+starts, once Django's apps are ready. Workers and beat say they are alive from the moment they
+are ready (`a2ahub.processes`), as each web process does from `a2ahub.asgi`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, task_postrun, task_prerun, worker_init
+from celery.signals import beat_init, task_postrun, task_prerun, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -24,6 +25,21 @@ def add_periodic_jobs(sender: Any, **_: Any) -> None:
     from a2ahub import schedule
 
     sender.scheduler.update_from_dict(schedule.beat_schedule())
+
+
+@worker_ready.connect
+def beat_as_worker(**_: object) -> None:
+    """A worker is listed as alive (`a2ahub.processes`) from the moment it takes jobs."""
+    from a2ahub import processes
+
+    processes.start("worker")
+
+
+@beat_init.connect
+def beat_as_beat(**_: object) -> None:
+    from a2ahub import processes
+
+    processes.start("beat")
 
 
 @worker_init.connect

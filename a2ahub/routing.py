@@ -1,17 +1,17 @@
 """The hub's WebSocket routes (Channels consumers), mounted by `a2ahub.asgi`.
 
-Apps with live pages add their consumers' paths to `websocket_urlpatterns`; any other path is
-refused at the handshake (HTTP 403), quietly, rather than raising inside the server.
+Apps with live pages hand their consumers' paths to the composition root (`a2ahub.asgi`),
+which passes them here; any other path is refused at the handshake (HTTP 403), quietly,
+rather than raising inside the server.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import re_path
-
-websocket_urlpatterns: list[Any] = []
 
 
 class RefusedSocket(AsyncWebsocketConsumer):
@@ -19,5 +19,6 @@ class RefusedSocket(AsyncWebsocketConsumer):
         await self.close()
 
 
-def routes() -> list[Any]:
-    return [*websocket_urlpatterns, re_path(r"", RefusedSocket.as_asgi())]
+def routes(*apps: Iterable[Any]) -> list[Any]:
+    """Every app's WebSocket paths, then the refusal of any other path."""
+    return [*(route for app in apps for route in app), re_path(r"", RefusedSocket.as_asgi())]

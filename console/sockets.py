@@ -3,9 +3,9 @@
 A page's socket is fed by a shared feed (`console.feeds`), which hands each watcher a message
 with one `put_nowait`. The socket's own writer sends them on; the browser acknowledges each
 one it applied, and no more than `WINDOW` may be unacknowledged. A browser that stops
-reading (a slow line, a frozen tab) therefore stops the writer, its outbox fills, and the
-next message drops it: it is told to reload and closed. Memory per socket stays within the
-outbox and the window, whatever the server buffers, and nobody upstream ever waits for it.
+reading (a slow line, a hung tab) therefore stops the writer, its outbox fills, and the next
+message drops it: it is told to reload, and sent nothing more. Memory per socket stays within
+the outbox and the window, whatever the server buffers, and nobody upstream ever waits for it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 WINDOW = 8  # messages sent and not yet acknowledged by the page
 FELL_BEHIND = 4000  # close code: the page fell behind and should reload
+# A dropped page closes its socket once it has read why; one that never does is closed then.
+CLOSE_DROPPED_AFTER_SECONDS = 60.0
 
 
 class StaffSocket(AsyncJsonWebsocketConsumer):
@@ -44,6 +46,7 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
         self.writer: asyncio.Task[None] | None = None
         self.dropped = False
         self.started = False
+        self.closing: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         if not await self.allowed():
@@ -85,14 +88,16 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
             self.writer.cancel()
         # The outbox's messages go with it; only the reason is sent, past the window.
         self.outbox = asyncio.Queue(1)
-        logger.info("dropped a console socket that fell behind (%s)", self.scope.get("path"))
-        task = asyncio.ensure_future(self.tell_to_reload(reason))
-        _pending.add(task)
-        task.add_done_callback(_pending.discard)
+        logger.warning("dropped a console socket that fell behind (%s)", self.scope.get("path"))
+        self.closing = asyncio.create_task(self.tell_to_reload(reason))
 
     async def tell_to_reload(self, reason: str) -> None:
+        # Not closed from here at once: a page that stopped reading has messages unread on the
+        # connection, and a close it does not answer in time ends abortively, which loses them
+        # and this one (the page would then reconnect, never told). It closes when it reads this.
         with contextlib.suppress(Exception):  # the page may be gone already
             await self.send_json({"type": "reload", "reason": reason})
+            await asyncio.sleep(CLOSE_DROPPED_AFTER_SECONDS)
             await self.close(code=FELL_BEHIND)
 
     async def write(self) -> None:
@@ -122,6 +127,5 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
             self.stop()
         if self.writer is not None:
             self.writer.cancel()
-
-
-_pending: set[asyncio.Future[None]] = set()
+        if self.closing is not None:
+            self.closing.cancel()

@@ -55,8 +55,10 @@
       socket.addEventListener("message", (event) => {
         const message = JSON.parse(event.data);
         if (message.type === "reload") {
+          // The server sends nothing more; the socket is ours to close.
           stopped = true;
           status.reload(message.reason);
+          socket.close();
           return;
         }
         try {

@@ -31,7 +31,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 PASSWORD = "operator-pass-123"
 # What the hub's processes are told: quick dashboard refreshes and rollups, for a short test.
-CONSOLE_SETTINGS = {"CONSOLE_REFRESH_SECONDS": "1", "CONSOLE_ROLLUP_SECONDS": "2"}
+# A small outbox (its least), so that a page that stops reading is dropped within seconds.
+CONSOLE_SETTINGS = {
+    "CONSOLE_REFRESH_SECONDS": "1", "CONSOLE_ROLLUP_SECONDS": "2", "CONSOLE_SOCKET_QUEUE": "4",
+}  # fmt: skip
 SHOWN_WITHIN = 2.0  # seconds from an event's write to its row on the page
 
 
@@ -44,9 +47,11 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
 
 def make_operator(hub: Hub) -> None:
+    """`op`, a superuser, and `dev`, a developer who is not staff."""
     script = (
         "import django; django.setup(); from django.contrib.auth.models import User; "
-        f"User.objects.create_superuser('op', 'op@example.com', {PASSWORD!r})"
+        f"User.objects.create_superuser('op', 'op@example.com', {PASSWORD!r}); "
+        f"User.objects.create_user('dev', 'dev@example.com', {PASSWORD!r})"
     )
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=hub.env, check=True, timeout=60)
 
@@ -204,9 +209,66 @@ def handshake_status(base: str, path: str, cookie: str = "") -> str:
         return sock.recv(4096).decode(errors="replace").split("\r\n")[0]
 
 
-def test_an_anonymous_socket_is_refused_at_the_handshake(hub: Hub) -> None:
-    for path in ("/ws/console/dashboard/", "/ws/console/tasks/"):
-        assert " 403 " in handshake_status(hub.web_a, path)
+def session_cookie(base: str, login_path: str, username: str) -> str:
+    """The session cookie of a user signed in through a login form, as a browser gets it."""
+    with httpx.Client(base_url=base, timeout=30) as client:
+        form = client.get(login_path).text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+        assert token, form[:500]
+        answer = client.post(login_path, data={
+            "csrfmiddlewaretoken": token.group(1), "username": username, "password": PASSWORD,
+        })  # fmt: skip
+        assert answer.status_code == 302, answer.text[:500]
+        return f"sessionid={client.cookies['sessionid']}"
+
+
+SOCKETS = ("/ws/console/dashboard/", "/ws/console/tasks/", f"/ws/console/tasks/{uuid.uuid4()}/")
+
+
+def test_a_socket_is_refused_at_the_handshake_to_anyone_but_staff(hub: Hub) -> None:
+    developer = session_cookie(hub.web_a, "/dev/login/", "dev")
+    operator = session_cookie(hub.web_a, "/admin/login/", "op")
+    for path in SOCKETS:
+        assert " 403 " in handshake_status(hub.web_a, path), path
+        assert " 403 " in handshake_status(hub.web_a, path, developer), path
+        assert " 101 " in handshake_status(hub.web_a, path, operator), path
+
+
+def test_a_page_that_stops_reading_is_dropped_and_told_to_reload(hub: Hub, tmp_path: Path) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        sign_in(page, hub.web_a)
+        wait_until_live(page)
+        mark_page(page)
+        web_a = next(p for p in hub.processes if p.name == "web-a")
+        dropped_before = web_a.log.read_text(errors="replace").count(DROPPED)
+
+        # A hung tab: its script is busy for HUNG_SECONDS, so it applies and acknowledges
+        # nothing the server sends meanwhile (every second, the dashboard's numbers).
+        page.evaluate(
+            "ms => setTimeout(() => { const end = Date.now() + ms; while (Date.now() < end); })",
+            HUNG_SECONDS * 1000,
+        )
+        assert eventually(
+            lambda: web_a.log.read_text(errors="replace").count(DROPPED) > dropped_before,
+            timeout=HUNG_SECONDS,
+            interval=0.2,
+        ), "the web process never dropped the hung page"
+
+        status = page.locator(".console-live-status")
+        # Read once the tab is responsive again.
+        expect(status).to_have_attribute("data-state", "reload", timeout=HUNG_SECONDS * 1000)
+        expect(status).to_contain_text("fell behind")
+        assert still_the_same_page(page)  # told, not reloaded behind the operator's back
+        screenshot(page, "dropped", tmp_path)
+
+        status.get_by_role("button", name="Reload").click()
+        wait_until_live(page)
+        assert not still_the_same_page(page)
+
+
+DROPPED = "dropped a console socket that fell behind"
+HUNG_SECONDS = 30  # the drop comes after the window and the outbox fill: 8 + 4 + 1 refreshes
 
 
 def test_the_minute_rollup_runs_on_the_workers(hub: Hub) -> None:

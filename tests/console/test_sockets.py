@@ -196,13 +196,13 @@ async def test_a_page_that_stops_reading_is_dropped_and_told_to_reload(
             received.append(message)
             if message["type"] == "reload":
                 break
-        closed = await page.receive_output(timeout=WAIT)
+        # Nothing follows, though the dashboard's numbers still change for other pages.
+        assert await page.receive_nothing(timeout=3 * settings.CONSOLE_REFRESH_SECONDS)
+        assert not [key for key in feeds._feeds if key[1] == ("dashboard", "")]
 
     # No more than the window was ever sent; the rest waited in the bounded outbox.
     assert [m["type"] for m in received] == ["dashboard"] * sockets.WINDOW + ["reload"]
     assert "Reload" in received[-1]["reason"]
-    assert closed == {"type": "websocket.close", "code": sockets.FELL_BEHIND}
-    assert not [key for key in feeds._feeds if key[1] == ("dashboard", "")]
 
 
 async def test_a_page_that_keeps_up_is_never_dropped(as_operator: Cookie, settings: Any) -> None:
