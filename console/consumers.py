@@ -42,7 +42,7 @@ class TaskTimelineSocket(StaffSocket):
         # comes twice, and the page keeps one of each number.
         caught_up = await feeds.in_thread(rows.events_after)(self.task_id, self.after())
         if caught_up:
-            self.offer({"type": "events", "events": caught_up})
+            self.offer(feeds.encode({"type": "events", "events": caught_up}))
 
     def stop(self) -> None:
         feeds.unwatch_task(self.task_id, self)

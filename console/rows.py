@@ -20,7 +20,7 @@ from tasks.admin import state_name, summarize_event
 from tasks.models import OPEN_STATES, Task, TaskEvent, TaskState
 
 EVENT_BATCH = 200
-CHANGED_CAP = 100  # tasks the embedded hub's look finds of each kind
+CHANGED_CAP = 100  # tasks a look finds of each kind
 LOOKUP_CAP = 1_000  # changed task ids looked up at once
 
 
@@ -98,10 +98,10 @@ def cell(task: Task, name: str, model_admin: Any) -> str:
 
 
 def changed_since(since: datetime) -> list[str]:
-    """Tasks written since `since`, for the embedded hub (which has no Redis to hear writes
-    on): finished ones from their partial index, open ones from the (state, ...) index; at
-    most CHANGED_CAP of each."""
+    """Tasks written since `since`: the newest finished ones from their partial index, open
+    ones from the (state, ...) index; at most CHANGED_CAP of each."""
     finished = finished_between(since, timezone.now() + timedelta(minutes=1))
+    finished = finished.order_by("-updated_at")
     moving = Task.objects.filter(state__in=sorted(OPEN_STATES), updated_at__gte=since).order_by()
     ids = list(finished.values_list("pk", flat=True)[:CHANGED_CAP])
     ids += list(moving.values_list("pk", flat=True)[:CHANGED_CAP])

@@ -38,7 +38,8 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(settings.CONSOLE_SOCKET_QUEUE)
+        # Messages as JSON objects' text, encoded once for every page (`console.feeds`).
+        self.outbox: asyncio.Queue[str] = asyncio.Queue(settings.CONSOLE_SOCKET_QUEUE)
         self.sent = 0
         self.acknowledged = 0
         self.window_open = asyncio.Event()
@@ -71,9 +72,9 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
     def stop(self) -> None:
         """Leave them (on this loop, at once: no await, so a drop cannot be interleaved)."""
 
-    def offer(self, message: dict[str, Any]) -> None:
-        """Queue a message for the page; a full outbox drops the page. Called by feeds on this
-        socket's loop, and never waits."""
+    def offer(self, message: str) -> None:
+        """Queue a message (a JSON object's text) for the page; a full outbox drops the page.
+        Called by feeds on this socket's loop, and never waits."""
         if self.dropped:
             return
         try:
@@ -107,7 +108,8 @@ class StaffSocket(AsyncJsonWebsocketConsumer):
                 self.window_open.clear()
                 await self.window_open.wait()
             self.sent += 1
-            await self.send_json(message | {"n": self.sent})
+            # The message's number first, then its own fields: `{"n": 7, "type": ...}`.
+            await self.send(text_data=f'{{"n": {self.sent}, {message[1:]}')
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
