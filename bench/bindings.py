@@ -8,8 +8,14 @@ client: REST `message:send` against JSON-RPC `SendMessage` (the inline `echo` an
 the order swapped each round (REST first, then JSON-RPC first, ...), so the machine's drift
 falls on both; the report gives each binding's median over the rounds and REST / JSON-RPC.
 
+With `--console N` the two sides of each round are JSON-RPC with N operators watching the
+console (bench/watchers.py: a staff session's dashboard and task list sockets each, opened
+before the run's warm-up and closed after it) and JSON-RPC with nobody watching; the report
+gives watched / unwatched.
+
     python bench/bindings.py                       # from the repository root; about 5 minutes
     python bench/bindings.py --rounds 6 --markdown out.md
+    python bench/bindings.py --console 10          # the console's cost to sends and streams
     python bench/bindings.py --help
 """
 
@@ -22,11 +28,14 @@ import datetime as dt
 import importlib.util
 import json
 import os
+import secrets
 import shlex
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -38,9 +47,13 @@ import run as hub
 import streams
 
 BINDINGS = ("rest", "jsonrpc")
-NAMES = {"rest": "REST", "jsonrpc": "JSON-RPC"}
+# With --console: JSON-RPC both sides, with the console's watchers open and without.
+CONSOLE_ARMS = ("watched", "quiet")
+NAMES = {"rest": "REST", "jsonrpc": "JSON-RPC", "watched": "watched", "quiet": "unwatched"}
 # REST against JSON-RPC, from issue #12: send req/s at least 0.9x, first event p50 at most 1.1x.
-SEND_TARGET, STREAM_TARGET = 0.9, 1.1
+# Watched against unwatched, from issue #15: within 5 % either way.
+TARGETS = {BINDINGS: (0.9, 1.1), CONSOLE_ARMS: (0.95, 1.05)}
+OPERATOR = "bench-operator"
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 
 
@@ -60,7 +73,8 @@ class Scenario:
 
 @dataclass
 class Measured:
-    """One binding's run of one scenario in one round."""
+    """One side's run of one scenario in one round (`binding`: a binding, or with --console
+    whether the console was watched)."""
 
     round: int
     scenario: Scenario
@@ -85,6 +99,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-worker", action="store_true", help="leave out the `echo-worker` sends")
     p.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, s")
     p.add_argument("--server", choices=("hub-daphne", "hub-uvicorn"), default="hub-daphne")
+    p.add_argument(
+        "--console",
+        type=int,
+        default=0,
+        metavar="N",
+        help="compare JSON-RPC with N console watchers open against none (not REST/JSON-RPC)",
+    )
     p.add_argument(
         "--profile",
         action="store_true",
@@ -120,6 +141,16 @@ def load_generator(shared: Path) -> ModuleType:
 # -- one request ---------------------------------------------------------------------------
 
 
+def sides(args: argparse.Namespace) -> tuple[str, str]:
+    """The two sides compared, the first over the second."""
+    return CONSOLE_ARMS if args.console else BINDINGS
+
+
+def wire(side: str) -> str:
+    """The binding a side's requests use."""
+    return "jsonrpc" if side in CONSOLE_ARMS else side
+
+
 def request_of(scenario: Scenario, binding: str, base: str, rid: int, mid: str) -> tuple:
     """The URL, body and headers of one 1.0 request; the message is the same in both."""
     params = {"message": {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "hello"}]}}
@@ -152,8 +183,8 @@ class Client:
     a completed Task for a send; for a stream, events ending in a completed final status
     and nothing after it. REST carries the answer bare, JSON-RPC in its envelope."""
 
-    def __init__(self, load: ModuleType, scenario: Scenario, binding: str, base: str) -> None:
-        self.load, self.scenario, self.binding, self.base = load, scenario, binding, base
+    def __init__(self, load: ModuleType, scenario: Scenario, side: str, base: str) -> None:
+        self.load, self.scenario, self.binding, self.base = load, scenario, wire(side), base
         self.tag = f"{os.getpid():x}-{time.monotonic_ns():x}"
 
     def result(self, raw: bytes, rid: int) -> Any:
@@ -299,9 +330,35 @@ def run_loop(coroutine: Any) -> Any:
 # -- the rounds ----------------------------------------------------------------------------
 
 
-def order_of(round_number: int) -> tuple[str, ...]:
-    """REST first in odd rounds, JSON-RPC first in even ones."""
-    return BINDINGS if round_number % 2 else BINDINGS[::-1]
+def order_of(round_number: int, args: argparse.Namespace) -> tuple[str, ...]:
+    """The first side first in odd rounds (REST; watched), the second in even ones."""
+    both = sides(args)
+    return both if round_number % 2 else both[::-1]
+
+
+@contextmanager
+def console_watchers(args: argparse.Namespace, side: str, base: str) -> Iterator[dict[str, Any]]:
+    """For the watched side, `--console` operators on the console (bench/watchers.py, on the
+    client's core) for the block; what they received is put in the dict after it."""
+    seen: dict[str, Any] = {}
+    if side != "watched":
+        yield seen
+        return
+    command = [sys.executable, str(Path(__file__).with_name("watchers.py")), "--url", base,
+               "--username", OPERATOR, "--password", args.operator_password,
+               "-n", str(args.console)]  # fmt: skip
+    watchers = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert watchers.stdout is not None
+        if watchers.stdout.readline().strip() != "ready":
+            raise RuntimeError("the console watchers did not start")
+        yield seen
+    finally:
+        watchers.terminate()
+        out, _ = watchers.communicate(timeout=30)
+        lines = out.strip().splitlines()
+        if lines:
+            seen.update(json.loads(lines[-1]))
 
 
 def run_rounds(
@@ -310,15 +367,18 @@ def run_rounds(
     args = bench.args
     done: list[Measured] = []
     for number in range(1, args.rounds + 1):
-        first, second = (NAMES[b] for b in order_of(number))
+        first, second = (NAMES[b] for b in order_of(number, args))
         print(f"\n== round {number} of {args.rounds}: {first} then {second}")
         for scenario in scenarios(args):
             worker = [pids["celery"]] if scenario.slug == "echo-worker" else []
-            for binding in order_of(number):
+            for side in order_of(number, args):
                 watched = [pids["web"], *worker]
-                row = measure(Client(load, scenario, binding, base), args, scenario.c, watched)
-                done.append(Measured(number, scenario, binding, row))
-                print(f"  {scenario.title} c={scenario.c} {NAMES[binding]}: {brief(scenario, row)}")
+                with console_watchers(args, side, base) as seen:
+                    row = measure(Client(load, scenario, side, base), args, scenario.c, watched)
+                if seen:
+                    row["console"] = seen
+                done.append(Measured(number, scenario, side, row))
+                print(f"  {scenario.title} c={scenario.c} {NAMES[side]}: {brief(scenario, row)}")
                 bench.check_alive(args.server)
     return done
 
@@ -328,9 +388,20 @@ def brief(scenario: Scenario, row: dict[str, Any]) -> str:
         return f"FATAL {row['fatal']}"
     key = "end" if scenario.kind == "send" else "first"
     timing = row[key]
+    console = row.get("console")
+    watched = f", console: {console_brief(console)}" if console else ""
     return (f"{row['rps']} req/s, {'latency' if key == 'end' else 'first event'} p50 "
             f"{timing.get('p50_ms')} ms p99 {timing.get('p99_ms')} ms, errors {row['errors']}, "
-            f"web CPU {row['web_ms']} ms/req, client {row['client_pct']}% of a core")  # fmt: skip
+            f"web CPU {row['web_ms']} ms/req, client {row['client_pct']}% of a core"
+            f"{watched}")  # fmt: skip
+
+
+def console_brief(seen: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(seen.get("messages", {}).items()))
+    return (
+        f"{seen.get('sockets', 0)} sockets got {kinds or 'nothing'}; "
+        f"{seen.get('told_to_reload', 0)} dropped, {seen.get('closed_by_hub', 0)} closed"
+    )
 
 
 def profile_runs(bench: hub.Bench, load: ModuleType, base: str, web_pid: int) -> list[str]:
@@ -346,12 +417,13 @@ def profile_runs(bench: hub.Bench, load: ModuleType, base: str, web_pid: int) ->
             picked[key] = scenario
     out = []
     for scenario in picked.values():
-        for binding in BINDINGS:
+        for binding in sides(args):
             raw = bench.logs / f"{scenario.kind}-{scenario.slug}-{binding}.raw"
             seconds = args.warmup + args.duration
-            spy = profile_hub.record(web_pid, seconds, 250, raw, True)
-            row = measure(Client(load, scenario, binding, base), args, scenario.c, [web_pid])
-            spy.wait(timeout=seconds + 60)
+            with console_watchers(args, binding, base):
+                spy = profile_hub.record(web_pid, seconds, 250, raw, True)
+                row = measure(Client(load, scenario, binding, base), args, scenario.c, [web_pid])
+                spy.wait(timeout=seconds + 60)
             head = f"{scenario.title} c={scenario.c}, {NAMES[binding]}: {brief(scenario, row)}"
             summary = profile_hub.summarize(raw, 25, row.get("web_ms")) if raw.exists() else ""
             out.append(f"{head}\n{summary or '  no py-spy output'}")
@@ -369,6 +441,12 @@ def run_all(bench: hub.Bench, load: ModuleType) -> tuple[list[Measured], list[st
     print("== preparing the hub (migrate, seed, echo-worker and bench agents)")
     hub.prepare_hub(bench, env)
     streams.create_agents(env)
+    if args.console:
+        create_operator(env, args)
+        # As deployed: beat sends the console's minute rollup (and the hub's other periodic
+        # jobs), which keeps the dashboard's reads of the task table to the last minutes.
+        beat = [hub.python(), "-m", "celery", "-A", "a2ahub", "beat", "-l", "WARNING"]
+        bench.start("beat", beat, env, hub.REPO)
     celery_pid = hub.start_celery(bench, env)
     web_pid = bench.start(args.server, hub.hub_web_command(args.server, port), env, hub.REPO)
     base = f"http://127.0.0.1:{port}"
@@ -379,6 +457,18 @@ def run_all(bench: hub.Bench, load: ModuleType) -> tuple[list[Measured], list[st
         print("\n== profiles (py-spy --gil on the web process)")
         profiles = profile_runs(bench, load, base, web_pid)
     return rows, profiles
+
+
+def create_operator(env: dict[str, str], args: argparse.Namespace) -> None:
+    """A superuser for the console's watchers, with a password made for this run."""
+    args.operator_password = secrets.token_urlsafe(16)
+    command = [hub.python(), "manage.py", "createsuperuser", "--noinput",
+               "--username", OPERATOR, "--email", "operator@example.com"]  # fmt: skip
+    made = env | {"DJANGO_SUPERUSER_PASSWORD": args.operator_password}
+    done = subprocess.run(command, cwd=hub.REPO, env=made, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"creating the console's operator failed:\n{done.stderr}")
 
 
 def check_redis_is_ours(url: str) -> None:
@@ -401,14 +491,24 @@ def value(row: dict[str, Any], metric: str) -> float | None:
     return row[key].get(f"{pct}_ms")
 
 
-# Per kind: (label, metric, target or None, True if higher is better).
-METRICS = {
-    "send": [("req/s", "rps", SEND_TARGET, True), ("latency p50", "end:p50", None, False),
-             ("latency p99", "end:p99", None, False)],
-    "stream": [("first event p50", "first:p50", STREAM_TARGET, False),
-               ("first event p99", "first:p99", None, False),
-               ("final event p50", "end:p50", None, False)],
-}  # fmt: skip
+def metrics(kind: str, pair: tuple[str, str]) -> list[tuple[str, str, float | None, bool]]:
+    """Per kind: (label, metric, target or None, True if higher is better)."""
+    send_target, stream_target = TARGETS[pair]
+    return {
+        "send": [("req/s", "rps", send_target, True), ("latency p50", "end:p50", None, False),
+                 ("latency p99", "end:p99", None, False)],
+        "stream": [("first event p50", "first:p50", stream_target, False),
+                   ("first event p99", "first:p99", None, False),
+                   ("final event p50", "end:p50", None, False)],
+    }[kind]  # fmt: skip
+
+
+def pair_of(rows: list[Measured]) -> tuple[str, str]:
+    return CONSOLE_ARMS if any(m.binding in CONSOLE_ARMS for m in rows) else BINDINGS
+
+
+def pair_name(pair: tuple[str, str]) -> str:
+    return f"{NAMES[pair[0]]} / {NAMES[pair[1]]}"
 
 
 def medians(rows: list[Measured], scenario: Scenario, binding: str, metric: str) -> list[float]:
@@ -418,22 +518,24 @@ def medians(rows: list[Measured], scenario: Scenario, binding: str, metric: str)
 
 def per_round_ratios(rows: list[Measured], scenario: Scenario, metric: str) -> list[float]:
     ratios = []
+    top, bottom = pair_of(rows)
     for number in sorted({m.round for m in rows}):
         pair = {m.binding: value(m.row, metric) for m in rows
                 if m.round == number and m.scenario == scenario}  # fmt: skip
-        rest, rpc = pair.get("rest"), pair.get("jsonrpc")
+        rest, rpc = pair.get(top), pair.get(bottom)
         if rest and rpc:
             ratios.append(rest / rpc)
     return ratios
 
 
 def ratio_table(rows: list[Measured], order: list[Scenario]) -> tuple[str, list[str]]:
-    lines = ["| what | c | measure | REST / JSON-RPC (medians) | each round | target |",
+    pair = pair_of(rows)
+    lines = [f"| what | c | measure | {pair_name(pair)} (medians) | each round | target |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     verdicts = []
     for scenario in order:
-        for label, metric, target, higher in METRICS[scenario.kind]:
-            rest, rpc = (medians(rows, scenario, b, metric) for b in BINDINGS)
+        for label, metric, target, higher in metrics(scenario.kind, pair):
+            rest, rpc = (medians(rows, scenario, b, metric) for b in pair)
             if not rest or not rpc:
                 lines.append(f"| {scenario.title} | {scenario.c} | {label} | - | - | - |")
                 continue
@@ -445,7 +547,7 @@ def ratio_table(rows: list[Measured], order: list[Scenario]) -> tuple[str, list[
                 errors = sum(m.row.get("errors", 1) for m in rows if m.scenario == scenario)
                 verdict = "met" if met and not errors else "MISSED"
                 wanted = f"{'>=' if higher else '<='} {target}x: {verdict}"
-                verdicts.append(f"- {scenario.title} c={scenario.c}, {label}: REST / JSON-RPC "
+                verdicts.append(f"- {scenario.title} c={scenario.c}, {label}: {pair_name(pair)} "
                                 f"{ratio:.2f} (target {wanted})")  # fmt: skip
             lines.append(f"| {scenario.title} | {scenario.c} | {label} | **{ratio:.2f}** "
                          f"| {rounds} | {wanted} |")  # fmt: skip
@@ -476,10 +578,12 @@ def runs_table(rows: list[Measured]) -> str:
 
 
 def medians_table(rows: list[Measured], order: list[Scenario]) -> str:
-    lines = ["| what | c | measure | REST (median) | JSON-RPC (median) |", "|---|---|---|---|---|"]
+    pair = pair_of(rows)
+    lines = [f"| what | c | measure | {NAMES[pair[0]]} (median) | {NAMES[pair[1]]} (median) |",
+             "|---|---|---|---|---|"]  # fmt: skip
     for scenario in order:
-        for label, metric, _, _ in METRICS[scenario.kind]:
-            rest, rpc = (medians(rows, scenario, b, metric) for b in BINDINGS)
+        for label, metric, _, _ in metrics(scenario.kind, pair):
+            rest, rpc = (medians(rows, scenario, b, metric) for b in pair)
             cells = [hub.fmt(float(statistics.median(v))) if v else "-" for v in (rest, rpc)]
             lines.append(f"| {scenario.title} | {scenario.c} | {label} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
@@ -496,17 +600,27 @@ def environment(bench: hub.Bench) -> str:
     return (f"{dt.datetime.now().isoformat(timespec='minutes')}, {os.cpu_count()} cores, "
             f"Python {sys.version.split()[0]}; {packages}; {args.server}; pinning: {pins}; "
             f"{args.rounds} rounds, {args.duration:g} s measured + {args.warmup:g} s warm-up "
-            "per run; A2A 1.0, one aiohttp client for both bindings")  # fmt: skip
+            f"per run; A2A 1.0, one aiohttp client for both {sides_named(args)}")  # fmt: skip
+
+
+def sides_named(args: argparse.Namespace) -> str:
+    if not args.console:
+        return "bindings"
+    return (
+        f"sides (JSON-RPC; watched: {args.console} staff pages, each with the dashboard's "
+        "and the task list's socket, in a process of their own on the client's core)"
+    )
 
 
 def report(bench: hub.Bench, rows: list[Measured], profiles: list[str]) -> str:
     order = list(dict.fromkeys(m.scenario for m in rows))
     ratios, verdicts = ratio_table(rows, order)
+    pair = pair_of(rows)
     parts = [
         f"Run: {environment(bench)}",
         f"Command: `{shlex.join(['python', 'bench/bindings.py', *sys.argv[1:]])}`",
-        "REST / JSON-RPC, the median of each binding's rounds (req/s: higher is better for "
-        "REST; times: lower is):",
+        f"{pair_name(pair)}, the median of each side's rounds (req/s: higher is better for "
+        f"{NAMES[pair[0]]}; times: lower is):",
         ratios,
         "\n".join(verdicts),
         "Medians, for context (absolute numbers move a lot between runs on this machine):",
@@ -514,6 +628,11 @@ def report(bench: hub.Bench, rows: list[Measured], profiles: list[str]) -> str:
         "Every run, in the order run:",
         runs_table(rows),
     ]
+    watched = [m for m in rows if "console" in m.row]
+    if watched:
+        parts += ["What the console's watchers received in each watched run:",
+                  "\n".join(f"- round {m.round}, {m.scenario.title} c={m.scenario.c}: "
+                            f"{console_brief(m.row['console'])}" for m in watched)]  # fmt: skip
     if profiles:
         parts += ["Profiles (py-spy --gil, web process):", "```\n" + "\n\n".join(profiles)
                   + "\n```"]  # fmt: skip
@@ -534,7 +653,9 @@ def main(argv: list[str] | None = None) -> int:
     text = report(bench, rows, profiles)
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:
-        args.markdown.write_text(f"# HTTP+JSON against JSON-RPC on one hub process\n\n{text}\n")
+        title = ("The console watched against unwatched" if args.console
+                 else "HTTP+JSON against JSON-RPC on one hub process")  # fmt: skip
+        args.markdown.write_text(f"# {title}\n\n{text}\n")
     return 1 if any("fatal" in m.row or m.row["errors"] for m in rows) else 0
 
 
