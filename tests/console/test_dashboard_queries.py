@@ -8,6 +8,7 @@ checked, which is what keeps its cost from growing with the tables.)
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
-from console import dashboard, rollup
+from console import dashboard, rollup, rows
 from tasks.models import TaskState
 from tests.console.factories import finished_task, stuck_task, waiting_deliveries
 from tests.factories.agents import make_agent
@@ -101,3 +103,17 @@ def test_the_home_page_renders_in_a_bounded_number_of_queries(
     with django_assert_max_num_queries(MOST_QUERIES + 8):
         response = operator_client.get(reverse("admin:index"))
     assert response.status_code == 200
+
+
+def test_the_task_lists_look_at_each_tick_is_bounded_and_indexed() -> None:
+    # What each web process with a task list open runs every tick, whatever the traffic.
+    busy_hub()
+    with CaptureQueriesContext(connection) as queries:
+        changed = rows.changed_since(timezone.now() - timedelta(hours=1))
+        rows.task_rows(changed, 20)
+    assert changed
+    growing = [q["sql"] for q in queries.captured_queries if "tasks_task" in q["sql"]]
+    assert len(growing) == 4
+    for sql in growing:
+        assert bounded(sql) or re.search(r'"tasks_task"\."id" IN \(', sql), sql
+        assert "Seq Scan on tasks_task" not in plan(sql), sql
