@@ -11,13 +11,15 @@ Each function says which it is. The query count is fixed, whatever the data.
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from a2ahub import health, processes
@@ -289,15 +291,10 @@ assert set(OPEN_ORDER) == OPEN_STATES
 
 
 def open_by_agent() -> dict[int, int]:
-    # Grouped over the first OPEN_BY_AGENT_CAP open tasks the index gives, not all of them.
-    first = Task.objects.filter(state__in=sorted(OPEN_STATES)).order_by().values("pk")
-    rows = (
-        Task.objects.filter(pk__in=first[:OPEN_BY_AGENT_CAP])
-        .order_by()
-        .values("agent_id")
-        .annotate(n=Count("pk"))
-    )
-    return {row["agent_id"]: row["n"] for row in rows}
+    # Counted here over the first OPEN_BY_AGENT_CAP open tasks the index gives, not all of
+    # them. Grouped in SQL over `pk IN (... LIMIT)`, PostgreSQL read the whole table instead.
+    first = Task.objects.filter(state__in=sorted(OPEN_STATES)).order_by()
+    return dict(Counter(first.values_list("agent_id", flat=True)[:OPEN_BY_AGENT_CAP]))
 
 
 def stuck_tasks(now: datetime) -> tuple[int, list[Task]]:
@@ -305,9 +302,12 @@ def stuck_tasks(now: datetime) -> tuple[int, list[Task]]:
     and the oldest among the first STUCK_SCAN_CAP of them."""
     since = now - timedelta(minutes=settings.CONSOLE_STUCK_MINUTES)
     stuck = Task.objects.filter(state__in=sorted(ACTIVE_STATES), status_timestamp__lt=since)
-    first = stuck.order_by().values("pk")[:STUCK_SCAN_CAP]
-    oldest = Task.objects.filter(pk__in=first).select_related("agent")
-    return capped_count(stuck), list(oldest.order_by("status_timestamp")[:LIST_ROWS])
+    # The oldest are picked here from the first ones found (a subquery of them made PostgreSQL
+    # read the whole table), then read by primary key.
+    first = stuck.order_by().values_list("pk", "status_timestamp")[:STUCK_SCAN_CAP]
+    oldest = [pk for pk, _ in heapq.nsmallest(LIST_ROWS, first, key=lambda row: row[1])]
+    tasks = Task.objects.filter(pk__in=oldest).select_related("agent").order_by("status_timestamp")
+    return capped_count(stuck), list(tasks) if oldest else []
 
 
 def working_tasks() -> list[Task]:
@@ -366,20 +366,22 @@ def pending_deliveries() -> QuerySet[Delivery]:
 def push_queues() -> list[PushQueue]:
     """The queues (one per config) with the most retrying, then pending, deliveries among
     the first PUSH_SCAN_CAP pending ones due."""
-    first = pending_deliveries().order_by("next_attempt_at").values("pk")[:PUSH_SCAN_CAP]
-    grouped = (
-        Delivery.objects.filter(pk__in=first)
-        .order_by()
-        .values("config_id")
-        .annotate(
-            pending=Count("pk"),
-            retrying=Count("pk", filter=Q(attempts__gt=0)),
-            attempts=Max("attempts"),
-            oldest_due=Min("next_attempt_at"),
+    # Grouped here, not in SQL: over `pk IN (... LIMIT)` PostgreSQL read the whole table.
+    first = pending_deliveries().order_by("next_attempt_at")
+    queues: dict[int, dict[str, Any]] = {}
+    for config_id, attempts, due in first.values_list("config_id", "attempts", "next_attempt_at")[
+        :PUSH_SCAN_CAP
+    ]:
+        queue = queues.setdefault(
+            config_id,
+            {"config_id": config_id, "pending": 0, "retrying": 0, "attempts": 0, "oldest_due": due},
         )
-        .order_by("-retrying", "-pending", "config_id")[:LIST_ROWS]
-    )
-    rows = list(grouped)
+        queue["pending"] += 1
+        queue["retrying"] += attempts > 0
+        queue["attempts"] = max(queue["attempts"], attempts)
+        queue["oldest_due"] = min(queue["oldest_due"], due)
+    order = sorted(queues.values(), key=lambda q: (-q["retrying"], -q["pending"], q["config_id"]))
+    rows = order[:LIST_ROWS]
     configs = PushNotificationConfig.objects.filter(
         pk__in=[r["config_id"] for r in rows]
     ).order_by()

@@ -53,7 +53,8 @@ def gathered_queries() -> list[str]:
 
 def bounded(sql: str) -> bool:
     """LIMITed, a range of a time column, or rows named by their primary keys."""
-    if " LIMIT " in sql or re.search(r'\."id" IN \([\d, ]+\)', sql):
+    keys = r"(\d+|'[0-9a-f]{32}'::uuid)"
+    if " LIMIT " in sql or re.search(rf'\."id" IN \({keys}(, {keys})*\)', sql):
         return True
     times = r'"(updated_at|period_start|next_attempt_at)" (>=|<|<=|>) '
     return len(re.findall(times, sql)) >= 2 or bool(re.search(r'"period_start" = ', sql))
