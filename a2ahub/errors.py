@@ -39,6 +39,7 @@ DATABASE_AWAY = (DjangoOperationalError, DjangoInterfaceError, psycopg.Operation
 
 __all__ = [
     "A2AError",
+    "AccessDenied",
     "AuthenticationRequired",
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
@@ -65,6 +66,16 @@ class AuthenticationRequired(Exception):
     """Raised before JSON-RPC runs: the caller gets HTTP 401 with a WWW-Authenticate header."""
 
     def __init__(self, message: str, challenge: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.challenge = challenge
+
+
+class AccessDenied(Exception):
+    """Raised before JSON-RPC runs: the caller is known but may not do this; HTTP 403, with a
+    WWW-Authenticate header when more token scopes would help (RFC 6750 insufficient_scope)."""
+
+    def __init__(self, message: str, challenge: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.challenge = challenge

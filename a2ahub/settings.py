@@ -330,6 +330,38 @@ AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES
 
+# OAuth2 (django-oauth-toolkit under /o/): client credentials for machines, authorization
+# code with PKCE for people, refresh tokens. Scopes come from the agents (agents/scopes.py):
+# `a2a:invoke` (any agent the principal may call), `agent:<slug>`, `skill:<slug>:<skill id>`;
+# a token asked for without scopes gets `a2a:invoke`. Secrets are stored hashed.
+OAUTH2_ACCESS_TOKEN_SECONDS = env_int("OAUTH2_ACCESS_TOKEN_SECONDS", 3600, 30, 86400 * 30)
+OAUTH2_REFRESH_TOKEN_SECONDS = env_int("OAUTH2_REFRESH_TOKEN_SECONDS", 86400 * 30, 60, 86400 * 365)
+OAUTH2_PROVIDER = {
+    "SCOPES_BACKEND_CLASS": "agents.scopes.AgentScopes",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH2_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH2_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "client_credentials", "refresh_token"],
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    "OAUTH2_PROTECTED_RESOURCE_BEARER_METHODS_SUPPORTED": ["header"],
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "A2A Hub agents",
+}
+# django-oauth-toolkit's own models (named so that migrations can depend on them).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+if PUBLIC_BASE_URL:
+    # The issuer is the hub itself: its metadata is at the root's well-known URL.
+    OAUTH2_PROVIDER["OIDC_ISS_ENDPOINT"] = PUBLIC_BASE_URL
+
 # ListTasks (protocol/handlers/tasks.py): `totalSize` is an exact count up to this many
 # tasks; past it, PostgreSQL's estimate of the listing's size (never below this count), so a
 # page of a caller with a million tasks does not count them all.

@@ -21,6 +21,7 @@ urlpatterns = [
     path("healthz", hub_views.healthz, name="healthz"),
     path("readyz", hub_views.readyz, name="readyz"),
     path("metrics", hub_views.prometheus, name="metrics"),
+    path("", include("agents.oauth_views")),
     path("agents/", include("agents.urls")),
     path("agents/", include("protocol.urls")),
     path("a2a/", include("protocol.shared_urls")),

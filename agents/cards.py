@@ -8,7 +8,7 @@ version read by default; the pure 1.0 document is for requests that say `A2A-Ver
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic
@@ -23,6 +23,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 
 from agents import card_signing
+from agents import scopes as scope_rules
 from agents.models import Agent, Skill
 
 UNION = "union"
@@ -67,9 +68,14 @@ def card_url(base_url: str, agent: Agent) -> str:
 
 
 def build_card(
-    agent: Agent, base_url: str, skills: Iterable[Skill] | None = None, extended: bool = False
+    agent: Agent,
+    base_url: str,
+    skills: Iterable[Skill] | None = None,
+    extended: bool = False,
+    reaches: Callable[[Skill], bool] | None = None,
 ) -> pb.AgentCard:
-    """The agent's card as the 1.0 message; `skills` lets forms preview unsaved skills."""
+    """The agent's card as the 1.0 message; `skills` lets forms preview unsaved skills, and
+    `reaches` leaves out of an extended card the skills the caller's token does not reach."""
     card = pb.AgentCard(name=agent.name, description=agent.description, version=agent.version)
     add_interfaces(card, agent, base_url)
     if agent.provider_organization or agent.provider_url:
@@ -83,11 +89,60 @@ def build_card(
     for name, scheme in (agent.security_schemes or {}).items():
         card.security_schemes[name].CopyFrom(security_scheme(name, scheme))
     card.security_requirements.extend(security_requirements(agent.security_requirements))
+    if agent.oauth2:
+        for name, scheme in oauth2_schemes(agent, base_url).items():
+            card.security_schemes[name].CopyFrom(scheme)
+            for scope in (scope_rules.INVOKE, scope_rules.agent_scope(agent.slug)):
+                requirement = card.security_requirements.add()
+                requirement.schemes[name].list.append(scope)
     card.default_input_modes.extend(agent.default_input_modes or [])
     card.default_output_modes.extend(agent.default_output_modes or [])
     chosen = agent.skills.all() if skills is None else skills
-    card.skills.extend(build_skill(s) for s in chosen if extended or not s.extended_only)
+    card.skills.extend(
+        build_skill(s)
+        for s in chosen
+        if (extended or not s.extended_only) and (reaches is None or reaches(s))
+    )
     return card
+
+
+# 1.0's OAuthFlows holds one flow, so the hub's server is named twice: for machines (client
+# credentials) and for people (authorization code with PKCE).
+OAUTH2_SCHEME = "oauth2"
+OAUTH2_CODE_SCHEME = "oauth2AuthorizationCode"
+
+
+def oauth2_schemes(agent: Agent, base_url: str) -> dict[str, pb.SecurityScheme]:
+    """The hub's authorization server, as an agent that requires OAuth2 names it, with the
+    RFC 8414 metadata where clients find the rest."""
+    scopes = {
+        scope_rules.INVOKE: "Call the agents you may call",
+        scope_rules.agent_scope(agent.slug): f"Call {agent.name}",
+    }
+    token_url = f"{base_url}/o/token/"
+    machines = pb.OAuthFlows(
+        client_credentials=pb.ClientCredentialsOAuthFlow(token_url=token_url, scopes=scopes)
+    )
+    people = pb.OAuthFlows(
+        authorization_code=pb.AuthorizationCodeOAuthFlow(
+            authorization_url=f"{base_url}/o/authorize/", token_url=token_url,
+            refresh_url=token_url, scopes=scopes, pkce_required=True,
+        )
+    )  # fmt: skip
+    metadata = f"{base_url}/.well-known/oauth-authorization-server"
+    return {
+        name: pb.SecurityScheme(
+            oauth2_security_scheme=pb.OAuth2SecurityScheme(
+                description=f"OAuth2 bearer token from this hub ({who})",
+                flows=flows,
+                oauth2_metadata_url=metadata,
+            )
+        )
+        for name, flows, who in (
+            (OAUTH2_SCHEME, machines, "machines: client credentials"),
+            (OAUTH2_CODE_SCHEME, people, "people: authorization code with PKCE"),
+        )
+    }
 
 
 def add_interfaces(card: pb.AgentCard, agent: Agent, base_url: str) -> None:
@@ -165,11 +220,16 @@ def build_skill(skill: Skill) -> pb.AgentSkill:
     )
 
 
-def served_card(agent: Agent, base_url: str, extended: bool = False) -> tuple[pb.AgentCard, str]:
+def served_card(
+    agent: Agent,
+    base_url: str,
+    extended: bool = False,
+    reaches: Callable[[Skill], bool] | None = None,
+) -> tuple[pb.AgentCard, str]:
     """The card as clients get it: signed unless the agent opted out; and its ETag, which
     names what was signed and with which key but not the signature (ECDSA's differ each time
     and between processes)."""
-    card = build_card(agent, base_url, extended=extended)
+    card = build_card(agent, base_url, extended=extended, reaches=reaches)
     unsigned = hashlib.sha256(card.SerializeToString(deterministic=True)).hexdigest()
     kid = card_signing.sign(agent, card, base_url)
     return card, '"' + hashlib.sha256(f"{unsigned}:{kid}".encode()).hexdigest()[:32] + '"'

@@ -39,6 +39,14 @@ def default_modes() -> list[str]:
     return ["text/plain"]
 
 
+class Access(models.TextChoices):
+    """Who may call an agent (whatever credential they hold: an API key, a token, a session)."""
+
+    ANYONE = "anyone", "anyone (credentials only if its security requirements say so)"
+    SIGNED_IN = "signed_in", "any signed-in principal (a key, a token or a session)"
+    LISTED = "listed", "only the users, groups and applications listed"
+
+
 class Agent(models.Model):
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
@@ -84,6 +92,28 @@ class Agent(models.Model):
         validators=[validate_security_requirements],
         help_text='Alternatives, each naming schemes and scopes, e.g. [{"apiKey": []}].',
     )
+
+    access = models.CharField(
+        max_length=10, choices=Access.choices, default=Access.ANYONE,
+        help_text="Who may call this agent. Its owner and staff always may.",
+    )  # fmt: skip
+    oauth2 = models.BooleanField(
+        default=False,
+        help_text="Require an OAuth2 bearer token from the hub (the card publishes the hub's "
+        "oauth2 scheme; tokens need the scope a2a:invoke or agent:<slug>).",
+    )
+    allowed_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="callable_agents",
+        help_text="With access 'listed': these users may call it.",
+    )  # fmt: skip
+    allowed_groups = models.ManyToManyField(
+        "auth.Group", blank=True, related_name="callable_agents",
+        help_text="With access 'listed': members of these groups may call it.",
+    )  # fmt: skip
+    allowed_applications: models.ManyToManyField[Any, Any] = models.ManyToManyField(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL, blank=True, related_name="callable_agents",
+        help_text="With access 'listed': these OAuth2 applications (as themselves) may call it.",
+    )  # fmt: skip
 
     executor_kind = models.CharField(max_length=40, choices=executor_choices)
     executor_settings = models.JSONField(default=dict, blank=True)
@@ -200,7 +230,9 @@ class ApiKey(models.Model):
 
     @property
     def principal(self) -> str:
-        return f"apikey:{self.pk}"
+        # A task belongs to the user behind the credential, so a user's keys, tokens and
+        # session see the same tasks; a key without an owner owns as itself.
+        return f"user:{self.owner_id}" if self.owner_id else f"apikey:{self.pk}"
 
     @classmethod
     def issue(cls, name: str, owner: Any = None, agent: Agent | None = None) -> tuple[ApiKey, str]:

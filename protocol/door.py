@@ -20,6 +20,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from a2ahub.errors import (
     A2AError,
+    AccessDenied,
     AuthenticationRequired,
     ContentTypeNotSupportedError,
     ExtensionSupportRequiredError,
@@ -31,7 +32,14 @@ from a2ahub.errors import (
 )
 from agents.lookup import cached_agent, find_agent, why_absent
 from agents.models import Agent
-from agents.principals import ANONYMOUS, DEFAULT_KEY_HEADER, Principal, authenticate
+from agents.principals import (
+    ANONYMOUS,
+    DEFAULT_KEY_HEADER,
+    Principal,
+    authenticate,
+    has_session_cookie,
+    needs_credentials,
+)
 from protocol import limits
 from tasks.wire import V03, V1
 
@@ -116,8 +124,13 @@ def decode_json(body: bytes) -> Any:
 
 async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
     # An open agent asked without credentials needs no database, so no thread hop either.
-    open_agent = not agent.security_schemes and not agent.security_requirements
-    if open_agent and DEFAULT_KEY_HEADER not in request.headers:
+    open_agent = not agent.security_schemes and not needs_credentials(agent)
+    if (
+        open_agent
+        and DEFAULT_KEY_HEADER not in request.headers
+        and "Authorization" not in request.headers
+        and not has_session_cookie(request)
+    ):
         return ANONYMOUS
     return await sync_to_async(authenticate)(request, agent)
 
@@ -127,6 +140,15 @@ def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
     response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
                                        "message": exc.message}}, status=401)  # fmt: skip
     response["WWW-Authenticate"] = exc.challenge
+    return response
+
+
+def forbidden(exc: AccessDenied) -> JsonResponse:
+    """HTTP 403 before any protocol, in the same shape as `unauthorized`."""
+    response = JsonResponse({"error": {"code": 403, "status": "PERMISSION_DENIED",
+                                       "message": exc.message}}, status=403)  # fmt: skip
+    if exc.challenge:
+        response["WWW-Authenticate"] = exc.challenge
     return response
 
 

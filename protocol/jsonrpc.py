@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from a2ahub import metrics, request_id
 from a2ahub.errors import (
     A2AError,
+    AccessDenied,
     AuthenticationRequired,
     InvalidRequestError,
     MethodNotFoundError,
@@ -250,6 +251,9 @@ async def respond(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Ht
     except AuthenticationRequired as exc:
         ex.code = "401"  # HTTP's: no JSON-RPC answer is given
         return door.unauthorized(exc)
+    except AccessDenied as exc:
+        ex.code = "403"  # HTTP's, as for 401
+        return door.forbidden(exc)
     except door.Rejection as exc:
         ex.code = error_code(exc.error)
         return rpc_response(None, ex.version, error=exc.error, status=exc.status)

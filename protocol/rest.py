@@ -30,6 +30,7 @@ from google.protobuf.json_format import ParseError
 from a2ahub import jsonbytes, metrics, request_id
 from a2ahub.errors import (
     A2AError,
+    AccessDenied,
     AuthenticationRequired,
     InvalidRequestError,
     JSONParseError,
@@ -376,6 +377,8 @@ async def respond(
         return response
     except AuthenticationRequired as exc:
         return door.unauthorized(exc)
+    except AccessDenied as exc:
+        return door.forbidden(exc)
     except door.Rejection as exc:
         return rest_error(exc.error, ex.version, exc.status)
     except limits.LimitExceeded as exc:

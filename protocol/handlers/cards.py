@@ -7,6 +7,7 @@ from asgiref.sync import sync_to_async
 
 from a2ahub.errors import AuthenticationRequired, ExtendedAgentCardNotConfiguredError
 from agents import cards
+from agents.models import Skill
 from agents.principals import challenge
 from protocol.calls import Call
 
@@ -16,5 +17,10 @@ async def get_extended_card(call: Call, request: pb.GetExtendedAgentCardRequest)
         raise ExtendedAgentCardNotConfiguredError("This agent has no extended card.")
     if call.principal.is_anonymous:
         raise AuthenticationRequired("The extended card needs credentials.", challenge(call.agent))
-    card, _ = await sync_to_async(cards.served_card)(call.agent, call.base_url, True)
+
+    # Only the skills the caller's token reaches (every skill for keys and sessions).
+    def reaches(skill: Skill) -> bool:
+        return call.principal.reaches_skill(call.agent, skill.skill_id)
+
+    card, _ = await sync_to_async(cards.served_card)(call.agent, call.base_url, True, reaches)
     return card
