@@ -50,7 +50,10 @@ class AgentAdmin(admin.ModelAdmin):
         "limit_hits",
         "updated_at",
     ]
-    list_filter = ["enabled", "public", "executor_kind", "streaming", "push_notifications"]
+    list_filter = [
+        "enabled", "public", "access", "oauth2", "executor_kind", "streaming",
+        "push_notifications",
+    ]  # fmt: skip
     search_fields = ["slug", "name", "description", "skills__name", "skills__skill_id"]
     readonly_fields = [
         "created_at",
@@ -60,6 +63,7 @@ class AgentAdmin(admin.ModelAdmin):
         "last_limit_hit_at",
     ]
     actions = ["enable_agents", "disable_agents"]
+    filter_horizontal = ["allowed_users", "allowed_groups", "allowed_applications"]
     fieldsets = [
         (
             None,
@@ -80,6 +84,18 @@ class AgentAdmin(admin.ModelAdmin):
                     "extensions",
                     "default_input_modes",
                     "default_output_modes",
+                ]
+            },
+        ),
+        (
+            "Who may call it",
+            {
+                "fields": [
+                    "access",
+                    "oauth2",
+                    "allowed_users",
+                    "allowed_groups",
+                    "allowed_applications",
                 ]
             },
         ),

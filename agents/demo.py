@@ -179,4 +179,23 @@ DEMO_AGENTS: list[dict[str, Any]] = [
             }
         ],
     },
+    {
+        # Any application's client-credentials token with the default scope (a2a:invoke)
+        # may call it; an API key or no credential may not.
+        "slug": "secure",
+        "name": "Secure echo",
+        "description": "Echoes, for callers with an OAuth2 bearer token from this hub.",
+        "executor_kind": "echo",
+        "oauth2": True,
+        "access": "signed_in",
+        "skills": [
+            {
+                "skill_id": "echo",
+                "name": "Echo",
+                "description": "Repeats text, files and data back to the caller.",
+                "tags": ["echo", "oauth2"],
+                "examples": ["Hello, securely!"],
+            }
+        ],
+    },
 ]

@@ -28,6 +28,7 @@ def agent_form(**overrides: Any) -> dict[str, Any]:
         "default_output_modes": '["text/plain"]',
         "security_schemes": "{}",
         "security_requirements": "[]",
+        "access": "anyone",
         "executor_kind": "echo",
         "executor_settings": "{}",
         "skills-TOTAL_FORMS": "1",
