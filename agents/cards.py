@@ -123,10 +123,12 @@ def oauth2_schemes(agent: Agent, base_url: str) -> dict[str, pb.SecurityScheme]:
     machines = pb.OAuthFlows(
         client_credentials=pb.ClientCredentialsOAuthFlow(token_url=token_url, scopes=scopes)
     )
+    # PKCE is required by the server (and said in its metadata), not with `pkceRequired`:
+    # 0.3 has no such field, so a card read as 0.3 would no longer match its signature.
     people = pb.OAuthFlows(
         authorization_code=pb.AuthorizationCodeOAuthFlow(
             authorization_url=f"{base_url}/o/authorize/", token_url=token_url,
-            refresh_url=token_url, scopes=scopes, pkce_required=True,
+            refresh_url=token_url, scopes=scopes,
         )
     )  # fmt: skip
     metadata = f"{base_url}/.well-known/oauth-authorization-server"

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from a2a.client.card_resolver import parse_agent_card
 from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test import Client
@@ -22,6 +23,7 @@ from oauth2_provider.models import AccessToken, Application
 from agents.models import Access, Agent, ApiKey
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import url
+from tests.factories.signatures import card_verifier
 from tests.factories.versions import V03, V1
 from tests.protocol.answers import error_of
 from tests.protocol.callers import Caller
@@ -126,7 +128,6 @@ def test_an_oauth2_agent_publishes_the_scheme_and_its_resource_metadata(secure: 
     assert scheme["flows"]["clientCredentials"]["tokenUrl"] == "http://testserver/o/token/"
     code_flow = people["flows"]["authorizationCode"]
     assert code_flow["authorizationUrl"] == "http://testserver/o/authorize/"
-    assert code_flow["pkceRequired"] is True
     assert {"schemes": {"oauth2": {"list": ["a2a:invoke"]}}} in card["securityRequirements"]
     assert resource["resource"] == "http://testserver/agents/secure"
     assert resource["authorization_servers"] == ["http://testserver"]
@@ -306,3 +307,16 @@ def test_a_request_with_a_token_writes_nothing_to_authenticate(secure: Agent) ->
 
     writes = [q["sql"] for q in queries if not q["sql"].lstrip().upper().startswith("SELECT")]
     assert writes == []
+
+
+@pytest.mark.parametrize("headers", [{}, {"A2A-Version": "1.0"}], ids=["union", "1.0"])
+def test_the_card_with_the_oauth2_schemes_verifies_with_the_sdk(
+    secure: Agent, headers: dict[str, str]
+) -> None:
+    client = Client()
+    card = parse_agent_card(
+        client.get("/agents/secure/.well-known/agent-card.json", headers=headers).json()
+    )
+
+    card_verifier(client)(card)
+    assert set(card.security_schemes) == {"oauth2", "oauth2AuthorizationCode"}
