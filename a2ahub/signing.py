@@ -62,6 +62,9 @@ def rotate() -> SigningKey:
 
 
 def published_keys() -> list[dict[str, Any]]:
+    # The hub's first key is made by whoever needs it first: a client that reads the keys
+    # before its first card must find the key that card will be signed with.
+    current_key()
     horizon = timezone.now() - timedelta(seconds=settings.PUSH_RETRY_HORIZON_SECONDS + 3600)
     keys = SigningKey.objects.filter(Q(retired_at__isnull=True) | Q(retired_at__gt=horizon))
     return [key.public_jwk for key in keys]

@@ -39,6 +39,13 @@ def test_the_served_card_verifies_with_the_sdk_and_the_published_keys(
     assert seen == [(signing.current_key().kid, "http://testserver/.well-known/jwks.json")]
 
 
+def test_keys_read_before_the_first_card_verify_it(client: Client) -> None:
+    make_agent("signed")
+    verify = card_verifier(client)  # a new hub: no card or delivery has been signed yet
+
+    verify(card_of(client, "signed"))
+
+
 @pytest.mark.parametrize(
     "change",
     [
