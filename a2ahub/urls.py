@@ -27,5 +27,6 @@ urlpatterns = [
     path("a2a/", include("protocol.shared_urls")),
     path("push/", include("push.urls")),
     path("registry/", include("registry.urls")),
+    path("api/", include("operators_api.urls")),
     path("dev/", include("developers.urls")),
 ]

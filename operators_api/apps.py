@@ -1,0 +1,13 @@
+"""App configuration for `operators_api`: the staff JSON API beside the admin."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class OperatorsApiConfig(AppConfig):
+    name = "operators_api"
+    verbose_name = "Operators' API"
+
+    def ready(self) -> None:
+        from operators_api import schema_auth  # noqa: F401  (registers the key's scheme)
