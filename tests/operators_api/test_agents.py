@@ -79,3 +79,19 @@ def test_a_taken_slug_is_refused(staff_api: Api) -> None:
     response = staff_api.post("agents", agent_body())
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "slug"
+
+
+@pytest.mark.parametrize(
+    "body", [[], "text", {"skills": "none"}, {"slug": None}, agent_body(owner="nobody")]
+)
+def test_odd_bodies_get_a_400_naming_the_problem(staff_api: Api, body: object) -> None:
+    response = staff_api.post("agents", body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"]
+    assert not Agent.objects.exists()
+
+
+def test_a_made_up_cursor_is_refused_not_a_crash(staff_api: Api) -> None:
+    response = staff_api.get("tasks?cursor=%21%21%21")
+    assert response.status_code == 404
+    assert "cursor" in response.json()["error"]["message"].lower()
