@@ -5,11 +5,8 @@ answers follow RFC 6750 (401 without a valid token, 403 with `insufficient_scope
 from __future__ import annotations
 
 import base64
-import hashlib
-import secrets
 from datetime import timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from a2a.client.card_resolver import parse_agent_card
@@ -18,19 +15,18 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application
+from oauth2_provider.models import AccessToken
 
 from agents.models import Access, Agent, ApiKey
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import url
+from tests.factories.oauth import machine, token_for, user_token
 from tests.factories.signatures import card_verifier
 from tests.factories.versions import V03, V1
 from tests.protocol.answers import error_of
 from tests.protocol.callers import Caller
 
 pytestmark = pytest.mark.django_db
-
-REDIRECT = "https://client.example/callback"
 
 
 class Bearer(Caller):
@@ -52,51 +48,6 @@ class Bearer(Caller):
             return self.client.get(path, headers=auth)
         return self.client.post(path, data=body or {}, content_type="application/json",
                                 headers=auth)  # fmt: skip
-
-
-def machine(name: str = "robot", owner: User | None = None) -> tuple[Application, str]:
-    """A client-credentials application and its secret (stored hashed, shown once)."""
-    secret = secrets.token_urlsafe(24)
-    app = Application.objects.create(
-        name=name, user=owner, client_type=Application.CLIENT_CONFIDENTIAL,
-        authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS, client_secret=secret,
-    )  # fmt: skip
-    return app, secret
-
-
-def token_for(app: Application, secret: str, scope: str | None = None) -> dict[str, Any]:
-    basic = base64.b64encode(f"{app.client_id}:{secret}".encode()).decode()
-    data = {"grant_type": "client_credentials"} | ({"scope": scope} if scope else {})
-    response = Client().post("/o/token/", data, headers={"Authorization": f"Basic {basic}"})
-    assert response.status_code == 200, response.content
-    answer: dict[str, Any] = response.json()
-    return answer
-
-
-def user_token(user: User, scope: str = "a2a:invoke") -> dict[str, Any]:
-    """A person's token: authorization code with PKCE, consent given on the hub's page."""
-    app = Application.objects.create(
-        name="people's app", client_type=Application.CLIENT_PUBLIC,
-        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE, redirect_uris=REDIRECT,
-    )  # fmt: skip
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
-    browser = Client()
-    browser.force_login(user)
-    query = {"response_type": "code", "client_id": app.client_id, "redirect_uri": REDIRECT,
-             "scope": scope, "code_challenge": challenge.decode().rstrip("="),
-             "code_challenge_method": "S256", "state": "xyz"}  # fmt: skip
-    assert browser.get("/o/authorize/", query).status_code == 200  # the consent page
-    consent = browser.post("/o/authorize/", query | {"allow": "Authorize"})
-    assert consent.status_code == 302, consent.content
-    code = parse_qs(urlsplit(consent["Location"]).query)["code"][0]
-    response = Client().post("/o/token/", {
-        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
-        "client_id": app.client_id, "code_verifier": verifier,
-    })  # fmt: skip
-    assert response.status_code == 200, response.content
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 @pytest.fixture
