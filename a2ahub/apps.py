@@ -14,9 +14,14 @@ class HubConfig(AppConfig):
         # The hub's own origin, from configuration (never from a request's Host header), so
         # its built-in inbox can receive deliveries without opening loopback to every caller.
         from django.conf import settings
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
 
+        from a2ahub.login_throttle import clear_failures, record_failure
         from a2ahub.outbound import register_own_origin
 
         register_own_origin(f"http://{settings.HOST}:{settings.PORT}")
         if settings.HOST in ("127.0.0.1", "0.0.0.0"):
             register_own_origin(f"http://localhost:{settings.PORT}")
+        # Failed and successful sign-ins, whichever form sent them, feed the login throttle.
+        user_login_failed.connect(record_failure, dispatch_uid="a2ahub.login_throttle.failure")
+        user_logged_in.connect(clear_failures, dispatch_uid="a2ahub.login_throttle.success")

@@ -135,6 +135,23 @@ if PUBLIC_BASE_URL:
     ALLOWED_HOSTS.append(urlsplit(PUBLIC_BASE_URL).hostname or "")
 CSRF_TRUSTED_ORIGINS = [PUBLIC_BASE_URL] if PUBLIC_BASE_URL else []
 
+# Served over HTTPS (as PUBLIC_BASE_URL says), the session and CSRF cookies are never sent over
+# plain HTTP. A proxy's X-Forwarded-Proto is believed only when the operator says the proxy
+# sets it (a client could otherwise claim HTTPS).
+HTTPS = PUBLIC_BASE_URL.startswith("https://")
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The pages' security headers (Django's defaults, said here so they are not lost by accident);
+# the Content-Security-Policy is added by a2ahub.site_security.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"  # no page of the hub, the admin's included, is meant to be framed
+
+LOGIN_THROTTLE_ATTEMPTS = env_int("LOGIN_THROTTLE_ATTEMPTS", 5, 0, 10_000)
+LOGIN_THROTTLE_WINDOW_SECONDS = env_int("LOGIN_THROTTLE_WINDOW_SECONDS", 900, 1, 86_400)
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -168,6 +185,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "a2ahub.site_security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "a2ahub.urls"
@@ -234,6 +252,20 @@ else:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+
+# The cache holds only counters shared by the web processes (login throttling): in Redis when
+# there are several processes, in memory when there is one.
+CACHES: dict[str, dict[str, object]]
+if EMBEDDED:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "a2ahub",
         }
     }
 

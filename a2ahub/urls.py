@@ -7,12 +7,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 from a2ahub import views as hub_views
+from a2ahub.login_throttle import throttled
 from agents import views as agent_views
 from developers import views as developer_views
 from registry import catalog
 
 urlpatterns = [
     path("", developer_views.home, name="home"),
+    path("admin/login/", throttled(admin.site.login), name="admin-login"),
     path("admin/", admin.site.urls),
     path(".well-known/agent-card.json", agent_views.hub_card, name="hub-card"),
     path(".well-known/agent.json", agent_views.hub_card),

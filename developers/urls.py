@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from a2ahub.login_throttle import throttled
 from developers import chat, views
 
 app_name = "developers"
@@ -12,10 +13,12 @@ app_name = "developers"
 urlpatterns = [
     path(
         "login/",
-        auth_views.LoginView.as_view(
-            template_name="developers/login.html",
-            next_page="developers:agents",
-            redirect_authenticated_user=True,
+        throttled(
+            auth_views.LoginView.as_view(
+                template_name="developers/login.html",
+                next_page="developers:agents",
+                redirect_authenticated_user=True,
+            )
         ),
         name="login",
     ),
