@@ -35,6 +35,8 @@ SLUG = "probe"
 HOOK = "https://receiver.example/hook"
 CONFIG = "c1"  # the id of A's push config
 REST = f"/agents/{SLUG}/rest/"
+SHARED_RPC = "/a2a/jsonrpc/"
+SHARED_REST = f"/a2a/rest/{SLUG}/"
 MEDIA = "application/a2a+json"
 
 
@@ -45,24 +47,28 @@ class Principal:
         self.headers = headers
         self.client = Client()
 
-    def rpc(self, version: str, op: str, params: dict[str, Any]) -> Any:
-        """The JSON-RPC answer: the response object, or a stream's frames."""
+    def rpc(self, version: str, op: str, params: dict[str, Any], shared: bool = False) -> Any:
+        """The JSON-RPC answer: the response object, or a stream's frames. `shared`: through
+        the shared door, the agent named by the 1.0 `tenant`."""
         headers = self.headers | ({"A2A-Version": V1} if version == V1 else {})
+        if shared:
+            params = params | {"tenant": SLUG}
         response = self.client.post(
-            url(SLUG), data=json.dumps(rpc_body(version, op, params, request_id=7)),
-            content_type="application/json", headers=headers,
+            SHARED_RPC if shared else url(SLUG), content_type="application/json",
+            data=json.dumps(rpc_body(version, op, params, request_id=7)), headers=headers,
         )  # fmt: skip
         assert response.status_code == 200, response.content
         if response.streaming:
             return sse_frames(async_to_sync(collected)(response.streaming_content).decode())
         return response.json()
 
-    def rest(self, version: str, verb: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def rest(self, version: str, verb: str, path: str, body: Any = None, base: str = REST,
+             ) -> tuple[int, Any]:  # fmt: skip
         """The HTTP status and JSON body of a call on the agent's REST base (0.3 under v1/)."""
         headers = self.headers | ({"A2A-Version": V1} if version == V1 else {})
         prefix = "" if version == V1 else "v1/"
         response = self.client.generic(
-            verb, REST + prefix + path, data=json.dumps(body) if body is not None else b"",
+            verb, base + prefix + path, data=json.dumps(body) if body is not None else b"",
             content_type=MEDIA, headers=headers,
         )  # fmt: skip
         if response.streaming:
@@ -96,9 +102,9 @@ def rpc_follow_up(version: str, task: str) -> dict[str, Any]:
 Probe = Callable[[Principal, str], Any]
 
 
-def rpc_probes(version: str) -> dict[str, Probe]:
+def rpc_probes(version: str, shared: bool = False) -> dict[str, Probe]:
     def call(op: str, params: Callable[[str], dict[str, Any]]) -> Probe:
-        return lambda who, task: who.rpc(version, op, params(task))
+        return lambda who, task: who.rpc(version, op, params(task), shared)
 
     return {
         "get": call("get", lambda t: {"id": t}),
@@ -114,10 +120,10 @@ def rpc_probes(version: str) -> dict[str, Probe]:
     }
 
 
-def rest_probes(version: str) -> dict[str, Probe]:
+def rest_probes(version: str, base: str = REST) -> dict[str, Probe]:
     def call(verb: str, path: str, body: Callable[[str], Any] | None = None) -> Probe:
         return lambda who, task: who.rest(
-            version, verb, path.format(task=task), body(task) if body else None
+            version, verb, path.format(task=task), body(task) if body else None, base
         )
 
     configs = "tasks/{task}/pushNotificationConfigs"
@@ -139,6 +145,9 @@ PROBES: dict[str, Probe] = {
     **{f"0.3 JSON-RPC {name}": probe for name, probe in rpc_probes(V03).items()},
     **{f"1.0 REST {name}": probe for name, probe in rest_probes(V1).items()},
     **{f"0.3 REST {name}": probe for name, probe in rest_probes(V03).items()},
+    # The shared doors of 1.0, the agent named by the tenant.
+    **{f"1.0 shared JSON-RPC {name}": probe for name, probe in rpc_probes(V1, True).items()},
+    **{f"1.0 shared REST {name}": probe for name, probe in rest_probes(V1, SHARED_REST).items()},
 }
 
 
