@@ -230,9 +230,13 @@ class ApiKey(models.Model):
 
     @property
     def principal(self) -> str:
+        return self.principal_of(self.pk, self.owner_id)
+
+    @staticmethod
+    def principal_of(pk: int, owner_id: int | None) -> str:
         # A task belongs to the user behind the credential, so a user's keys, tokens and
         # session see the same tasks; a key without an owner owns as itself.
-        return f"user:{self.owner_id}" if self.owner_id else f"apikey:{self.pk}"
+        return f"user:{owner_id}" if owner_id else f"apikey:{pk}"
 
     @classmethod
     def issue(cls, name: str, owner: Any = None, agent: Agent | None = None) -> tuple[ApiKey, str]:

@@ -10,27 +10,30 @@ owns as itself (`apikey:<id>`), a client-credentials token as its application (`
 Then the agent's access rule decides whether that principal may call it (`check_access`):
 401 when a credential is missing or not valid, 403 when it is valid but not enough. Nothing
 here writes the database on every request: tokens are read, and a key's `last_used_at` is
-written at most once a minute.
+written at most once a minute. The A2A doors call `authenticate_async`, which reads on the
+event loop's own connections (`agents/credential_rows.py`); the rules are the same functions.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import import_module
 from typing import Any, cast
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
-from oauth2_provider.models import AccessToken
 
+from a2ahub import asyncdb
 from a2ahub.errors import AccessDenied, AuthenticationRequired
+from agents import credential_rows
 from agents import scopes as scope_rules
+from agents.credential_rows import KeyRow, TokenRow, is_api_key
 from agents.models import Access, Agent, ApiKey, hash_key
 
 DEFAULT_KEY_HEADER = "X-API-Key"
@@ -95,10 +98,6 @@ def credential_for_scheme(request: HttpRequest, scheme: dict[str, Any]) -> list[
     return []
 
 
-def is_api_key(raw: str) -> bool:
-    return raw.startswith("a2a_")
-
-
 def find_key(raw: str, agent: Agent) -> ApiKey | None:
     parts = raw.split("_")
     if len(parts) < 3 or parts[0] != "a2a":
@@ -113,24 +112,13 @@ def find_key(raw: str, agent: Agent) -> ApiKey | None:
     return key
 
 
-def key_principal(key: ApiKey) -> Principal:
-    now = timezone.now()
-    if key.last_used_at is None or now - key.last_used_at > LAST_USED_GRANULARITY:
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-    return Principal(key.principal, key.name, user_id=key.owner_id)
+def key_principal(key: KeyRow) -> tuple[Principal, int | None]:
+    """The key's principal, and the key's id when its last use on record is stale."""
+    stale = key.last_used_at is None or timezone.now() - key.last_used_at > LAST_USED_GRANULARITY
+    return Principal(key.principal, key.name, user_id=key.owner_id), key.pk if stale else None
 
 
-TOKEN_FIELDS = ("user_id", "user__is_active", "application_id", "application__name", "expires",
-                "scope")  # fmt: skip
-
-
-def find_token(raw: str) -> dict[str, Any] | None:
-    """The access token's row (one indexed read; tokens are stored by their checksum)."""
-    checksum = hashlib.sha256(raw.encode()).hexdigest()
-    return AccessToken.objects.filter(token_checksum=checksum).values(*TOKEN_FIELDS).first()
-
-
-def token_principal(row: dict[str, Any], agent: Agent, request: HttpRequest) -> Principal:
+def token_principal(row: TokenRow, agent: Agent, request: HttpRequest) -> Principal:
     if row["expires"] <= timezone.now():
         detail = 'error="invalid_token", error_description="The access token expired"'
         raise AuthenticationRequired(
@@ -174,29 +162,69 @@ def has_session_cookie(request: HttpRequest) -> bool:
     return settings.SESSION_COOKIE_NAME in request.headers.get("Cookie", "")
 
 
-def identify(request: HttpRequest, agent: Agent) -> Principal:
-    """The principal behind the request's credentials, or AuthenticationRequired (401)
-    when a credential is presented and is not valid."""
-    named = presented_credentials(request, agent)
-    # Every agent takes the hub's OAuth2 tokens as bearer tokens; an API key counts only in a
-    # place the agent's card names.
-    tokens = [raw for raw in bearer_token(request) if raw not in named]
-    for raw in named + tokens:
-        if is_api_key(raw):
-            key = find_key(raw, agent) if raw in named else None
-            if key is not None:
-                return key_principal(key)
-            continue
-        row = find_token(raw)
-        if row is not None:
-            return token_principal(row, agent, request)
-    if named or tokens:
+def credentials_to_check(request: HttpRequest, agent: Agent) -> list[str]:
+    """The presented credentials, in the order they count: first those in the places the
+    agent's card names, then bearer tokens (every agent takes the hub's OAuth2 tokens)."""
+    return list(dict.fromkeys(presented_credentials(request, agent) + bearer_token(request)))
+
+
+def resolve(
+    request: HttpRequest, agent: Agent, presented: list[str], found: dict[str, Any]
+) -> tuple[Principal | None, int | None]:
+    """The principal of the first valid credential (and a key to mark used), None when none
+    was presented, or AuthenticationRequired (401) when none of those presented is valid."""
+    for raw in presented:
+        row = found.get(raw)
+        if isinstance(row, KeyRow):
+            if hmac.compare_digest(row.key_hash, hash_key(raw)):
+                return key_principal(row)
+        elif row is not None:
+            return token_principal(row, agent, request), None
+    if presented:
         raise AuthenticationRequired(
             "The credentials are not valid.", challenge(agent, request, 'error="invalid_token"')
         )
+    return None, None
+
+
+def readable(request: HttpRequest, agent: Agent, presented: list[str]) -> list[str]:
+    """Those of the presented credentials that may be valid here, worth a read: an API key
+    counts only in a place the agent's card names."""
+    named = presented_credentials(request, agent)
+    return [raw for raw in presented if not is_api_key(raw) or raw in named]
+
+
+def identify(request: HttpRequest, agent: Agent) -> Principal:
+    """The principal behind the request's credentials, or AuthenticationRequired (401)
+    when a credential is presented and is not valid."""
+    presented = credentials_to_check(request, agent)
+    read = readable(request, agent, presented)
+    found = {raw: credential_rows.find(raw, agent.pk) for raw in read}
+    principal, used_key = resolve(request, agent, presented, found)
+    if used_key is not None:
+        credential_rows.touch_key(used_key)
+    if principal is not None:
+        return principal
     if has_session_cookie(request):
         return session_principal(request) or ANONYMOUS
     return ANONYMOUS
+
+
+async def identify_async(request: HttpRequest, agent: Agent) -> Principal:
+    """`identify` from the event loop: credentials are read on its own connections (a
+    session, or a database other than PostgreSQL, takes `identify`'s thread)."""
+    presented = credentials_to_check(request, agent)
+    if not presented or not asyncdb.available():
+        return await sync_to_async(identify)(request, agent)
+    found = {
+        raw: await credential_rows.find_async(raw, agent.pk)
+        for raw in readable(request, agent, presented)
+    }
+    principal, used_key = resolve(request, agent, presented, found)
+    if used_key is not None:
+        await credential_rows.touch_key_async(used_key)
+    assert principal is not None  # credentials were presented: a principal, or a 401 raised
+    return principal
 
 
 def authenticate(request: HttpRequest, agent: Agent) -> Principal:
@@ -205,6 +233,16 @@ def authenticate(request: HttpRequest, agent: Agent) -> Principal:
     credential is valid but the principal or the token's scopes may not call it."""
     principal = identify(request, agent)
     check_access(agent, principal, request)
+    return principal
+
+
+async def authenticate_async(request: HttpRequest, agent: Agent) -> Principal:
+    """`authenticate` for the A2A doors."""
+    principal = await identify_async(request, agent)
+    if agent.access == Access.LISTED and not principal.is_anonymous:
+        await sync_to_async(check_access)(agent, principal, request)  # the list is one read
+    else:
+        check_access(agent, principal, request)
     return principal
 
 

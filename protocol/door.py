@@ -36,7 +36,7 @@ from agents.principals import (
     ANONYMOUS,
     DEFAULT_KEY_HEADER,
     Principal,
-    authenticate,
+    authenticate_async,
     has_session_cookie,
     needs_credentials,
 )
@@ -132,7 +132,7 @@ async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
         and not has_session_cookie(request)
     ):
         return ANONYMOUS
-    return await sync_to_async(authenticate)(request, agent)
+    return await authenticate_async(request, agent)
 
 
 def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
