@@ -13,9 +13,15 @@ console (bench/watchers.py: a staff session's dashboard and task list sockets ea
 before the run's warm-up and closed after it) and JSON-RPC with nobody watching; the report
 gives watched / unwatched.
 
+With `--auth key` (or `--auth token`) the two sides are JSON-RPC sends and streams carrying a
+user's hub-wide API key in `X-API-Key` (or an OAuth2 client-credentials token, fetched from the
+hub's `/o/token/` as a client would, as `Authorization: Bearer`) and the same requests with no
+credential; the report gives key (token) / anonymous.
+
     python bench/bindings.py                       # from the repository root; about 5 minutes
     python bench/bindings.py --rounds 6 --markdown out.md
     python bench/bindings.py --console 10          # the console's cost to sends and streams
+    python bench/bindings.py --auth token          # what a bearer token costs a call
     python bench/bindings.py --help
 """
 
@@ -49,10 +55,16 @@ import streams
 BINDINGS = ("rest", "jsonrpc")
 # With --console: JSON-RPC both sides, with the console's watchers open and without.
 CONSOLE_ARMS = ("watched", "quiet")
-NAMES = {"rest": "REST", "jsonrpc": "JSON-RPC", "watched": "watched", "quiet": "unwatched"}
+# With --auth: JSON-RPC both sides, with a credential and without.
+AUTH_ARMS = {"key": ("key", "anonymous"), "token": ("token", "anonymous")}
+NAMES = {"rest": "REST", "jsonrpc": "JSON-RPC", "watched": "watched", "quiet": "unwatched",
+         "key": "API key", "token": "bearer token", "anonymous": "anonymous"}  # fmt: skip
 # REST against JSON-RPC, from issue #12: send req/s at least 0.9x, first event p50 at most 1.1x.
 # Watched against unwatched, from issue #15: within 5 % either way.
-TARGETS = {BINDINGS: (0.9, 1.1), CONSOLE_ARMS: (0.95, 1.05)}
+# A credential against none, from issue #13: within 10 %.
+TARGETS = {BINDINGS: (0.9, 1.1), CONSOLE_ARMS: (0.95, 1.05),
+           AUTH_ARMS["key"]: (0.9, 1.1), AUTH_ARMS["token"]: (0.9, 1.1)}  # fmt: skip
+CALLER = "bench-caller"
 OPERATOR = "bench-operator"
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 
@@ -107,6 +119,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="compare JSON-RPC with N console watchers open against none (not REST/JSON-RPC)",
     )
     p.add_argument(
+        "--auth",
+        choices=sorted(AUTH_ARMS),
+        help="compare JSON-RPC with this credential against none (not REST/JSON-RPC)",
+    )
+    p.add_argument(
         "--profile",
         action="store_true",
         help="afterwards, one REST and one JSON-RPC run of each scenario at the highest "
@@ -143,12 +160,14 @@ def load_generator(shared: Path) -> ModuleType:
 
 def sides(args: argparse.Namespace) -> tuple[str, str]:
     """The two sides compared, the first over the second."""
+    if args.auth:
+        return AUTH_ARMS[args.auth]
     return CONSOLE_ARMS if args.console else BINDINGS
 
 
 def wire(side: str) -> str:
     """The binding a side's requests use."""
-    return "jsonrpc" if side in CONSOLE_ARMS else side
+    return side if side in BINDINGS else "jsonrpc"
 
 
 def request_of(scenario: Scenario, binding: str, base: str, rid: int, mid: str) -> tuple:
@@ -183,9 +202,13 @@ class Client:
     a completed Task for a send; for a stream, events ending in a completed final status
     and nothing after it. REST carries the answer bare, JSON-RPC in its envelope."""
 
-    def __init__(self, load: ModuleType, scenario: Scenario, side: str, base: str) -> None:
+    def __init__(
+        self, load: ModuleType, scenario: Scenario, side: str, base: str,
+        credentials: dict[str, dict[str, str]] | None = None,
+    ) -> None:  # fmt: skip
         self.load, self.scenario, self.binding, self.base = load, scenario, wire(side), base
         self.tag = f"{os.getpid():x}-{time.monotonic_ns():x}"
+        self.extra = (credentials or {}).get(side, {})
 
     def result(self, raw: bytes, rid: int) -> Any:
         try:
@@ -199,6 +222,7 @@ class Client:
         url, body, headers = request_of(
             self.scenario, self.binding, self.base, rid, f"bb-{self.tag}-{rid}"
         )
+        headers.update(self.extra)
         started = time.perf_counter()
         async with session.post(url, data=body, headers=headers) as response:
             if response.status != 200:
@@ -362,8 +386,9 @@ def console_watchers(args: argparse.Namespace, side: str, base: str) -> Iterator
 
 
 def run_rounds(
-    bench: hub.Bench, load: ModuleType, base: str, pids: dict[str, int]
-) -> list[Measured]:
+    bench: hub.Bench, load: ModuleType, base: str, pids: dict[str, int],
+    credentials: dict[str, dict[str, str]],
+) -> list[Measured]:  # fmt: skip
     args = bench.args
     done: list[Measured] = []
     for number in range(1, args.rounds + 1):
@@ -374,7 +399,8 @@ def run_rounds(
             for side in order_of(number, args):
                 watched = [pids["web"], *worker]
                 with console_watchers(args, side, base) as seen:
-                    row = measure(Client(load, scenario, side, base), args, scenario.c, watched)
+                    client = Client(load, scenario, side, base, credentials)
+                    row = measure(client, args, scenario.c, watched)
                 if seen:
                     row["console"] = seen
                 done.append(Measured(number, scenario, side, row))
@@ -404,7 +430,10 @@ def console_brief(seen: dict[str, Any]) -> str:
     )
 
 
-def profile_runs(bench: hub.Bench, load: ModuleType, base: str, web_pid: int) -> list[str]:
+def profile_runs(
+    bench: hub.Bench, load: ModuleType, base: str, web_pid: int,
+    credentials: dict[str, dict[str, str]],
+) -> list[str]:  # fmt: skip
     """One run of each binding per kind of scenario under py-spy --gil, summarized by
     bench/profile_hub.py (ms of web CPU per request, by step and by function)."""
     import profile_hub
@@ -422,7 +451,8 @@ def profile_runs(bench: hub.Bench, load: ModuleType, base: str, web_pid: int) ->
             seconds = args.warmup + args.duration
             with console_watchers(args, binding, base):
                 spy = profile_hub.record(web_pid, seconds, 250, raw, True)
-                row = measure(Client(load, scenario, binding, base), args, scenario.c, [web_pid])
+                client = Client(load, scenario, binding, base, credentials)
+                row = measure(client, args, scenario.c, [web_pid])
                 spy.wait(timeout=seconds + 60)
             head = f"{scenario.title} c={scenario.c}, {NAMES[binding]}: {brief(scenario, row)}"
             summary = profile_hub.summarize(raw, 25, row.get("web_ms")) if raw.exists() else ""
@@ -451,11 +481,12 @@ def run_all(bench: hub.Bench, load: ModuleType) -> tuple[list[Measured], list[st
     web_pid = bench.start(args.server, hub.hub_web_command(args.server, port), env, hub.REPO)
     base = f"http://127.0.0.1:{port}"
     hub.wait_http(bench, args.server, f"{base}/agents/echo/.well-known/agent-card.json")
-    rows = run_rounds(bench, load, base, {"web": web_pid, "celery": celery_pid})
+    credentials = caller_credentials(env, base) if args.auth else {}
+    rows = run_rounds(bench, load, base, {"web": web_pid, "celery": celery_pid}, credentials)
     profiles = []
     if args.profile:
         print("\n== profiles (py-spy --gil on the web process)")
-        profiles = profile_runs(bench, load, base, web_pid)
+        profiles = profile_runs(bench, load, base, web_pid, credentials)
     return rows, profiles
 
 
@@ -469,6 +500,38 @@ def create_operator(env: dict[str, str], args: argparse.Namespace) -> None:
                           timeout=120)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"creating the console's operator failed:\n{done.stderr}")
+
+
+def caller_credentials(env: dict[str, str], base: str) -> dict[str, dict[str, str]]:
+    """A user with a hub-wide API key, and an application's client-credentials token got from
+    the running hub's token endpoint: the headers each side sends."""
+    script = (
+        "import django, json, secrets; django.setup()\n"
+        "from django.contrib.auth.models import User\n"
+        "from oauth2_provider.models import Application\n"
+        "from agents.models import ApiKey\n"
+        f"user, _ = User.objects.get_or_create(username={CALLER!r})\n"
+        "_, key = ApiKey.issue('bench key', owner=user)\n"
+        "secret = secrets.token_urlsafe(24)\n"
+        "app = Application.objects.create(name='bench client', client_secret=secret,\n"
+        "    client_type=Application.CLIENT_CONFIDENTIAL,\n"
+        "    authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS)\n"
+        "print(json.dumps({'key': key, 'client_id': app.client_id, 'secret': secret}))\n"
+    )
+    done = subprocess.run([hub.python(), "-c", script], cwd=hub.REPO, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"creating the caller's credentials failed:\n{done.stderr}")
+    made = json.loads(done.stdout.strip().splitlines()[-1])
+    import urllib.parse
+    import urllib.request
+
+    form = urllib.parse.urlencode({"grant_type": "client_credentials", "scope": "a2a:invoke",
+                                   "client_id": made["client_id"],
+                                   "client_secret": made["secret"]}).encode()  # fmt: skip
+    with urllib.request.urlopen(f"{base}/o/token/", form, timeout=30) as answer:
+        token = json.loads(answer.read())["access_token"]
+    return {"key": {"X-API-Key": made["key"]}, "token": {"Authorization": f"Bearer {token}"}}
 
 
 def check_redis_is_ours(url: str) -> None:
@@ -504,7 +567,10 @@ def metrics(kind: str, pair: tuple[str, str]) -> list[tuple[str, str, float | No
 
 
 def pair_of(rows: list[Measured]) -> tuple[str, str]:
-    return CONSOLE_ARMS if any(m.binding in CONSOLE_ARMS for m in rows) else BINDINGS
+    for pair in (CONSOLE_ARMS, *AUTH_ARMS.values()):
+        if any(m.binding == pair[0] for m in rows):
+            return pair
+    return BINDINGS
 
 
 def pair_name(pair: tuple[str, str]) -> str:
@@ -604,6 +670,8 @@ def environment(bench: hub.Bench) -> str:
 
 
 def sides_named(args: argparse.Namespace) -> str:
+    if args.auth:
+        return f"sides (JSON-RPC; with {NAMES[args.auth]} and anonymous; echo agents open to both)"
     if not args.console:
         return "bindings"
     return (
@@ -654,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:
         title = ("The console watched against unwatched" if args.console
+                 else f"Calls with {NAMES[args.auth]} against anonymous calls" if args.auth
                  else "HTTP+JSON against JSON-RPC on one hub process")  # fmt: skip
         args.markdown.write_text(f"# {title}\n\n{text}\n")
     return 1 if any("fatal" in m.row or m.row["errors"] for m in rows) else 0
