@@ -1,7 +1,8 @@
-"""The developer's forms: the admin's agent form and skill formset, cut to what an owner sets.
+"""The developer's forms: the admin's agent form and skill formset, cut to what an owner sets;
+API keys, OAuth2 applications and who may call an agent.
 
 Validation is the admin's own (both card versions through the official SDK, executor
-settings); only the field lists, widgets and the key form live here.
+settings, DOT's checks of an application); only the field lists, widgets and choices live here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django import forms
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
+from django.db.models import Q
 from django.forms.models import inlineformset_factory
+from django.utils.html import escape
+from oauth2_provider.models import Application
 
 from agents.forms import AgentForm, SkillFormSet
 from agents.models import Agent, Skill, slug_validator
@@ -172,3 +177,117 @@ class ImportCardForm(forms.Form):
         if Agent.objects.filter(slug=slug).exists():
             raise forms.ValidationError("An agent with this slug already exists.")
         return slug
+
+
+class ApplicationForm(forms.ModelForm):
+    """A new OAuth2 application of the signed-in user: always a confidential client (it keeps a
+    secret), for machines (client credentials) or people (authorization code, with PKCE)."""
+
+    authorization_grant_type = forms.ChoiceField(
+        label="Used by",
+        choices=[
+            (Application.GRANT_CLIENT_CREDENTIALS, "a program, as itself (client credentials)"),
+            (Application.GRANT_AUTHORIZATION_CODE, "people, who sign in (authorization code)"),
+        ],
+        initial=Application.GRANT_CLIENT_CREDENTIALS,
+    )
+
+    class Meta:
+        model = Application
+        fields = ["name", "authorization_grant_type", "redirect_uris"]
+        labels = {"redirect_uris": "Redirect URIs"}
+        help_texts = {
+            "redirect_uris": "For people only: where the hub sends them back after consent, "
+            "one per line (http or https)."
+        }
+        widgets = {"redirect_uris": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["name"].required = True
+        self.instance.client_type = Application.CLIENT_CONFIDENTIAL
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        grant = cleaned.get("authorization_grant_type")
+        if grant == Application.GRANT_CLIENT_CREDENTIALS and cleaned.get("redirect_uris"):
+            self.add_error("redirect_uris", "A program calling as itself is sent nowhere: leave "
+                           "this empty, or choose people.")  # fmt: skip
+        return cleaned
+
+
+class UsernamesField(forms.Field):
+    """Users named by their usernames, separated by commas, spaces or lines: every name must
+    be a user's."""
+
+    widget = forms.Textarea(attrs={"rows": 2, "placeholder": "alice, bob"})
+    most = 200
+
+    def to_python(self, value: Any) -> list[User]:
+        text = str(value or "")
+        if "\x00" in text:  # PostgreSQL refuses it in a query: say so instead of failing
+            raise forms.ValidationError("Null characters are not allowed.")
+        names = list(dict.fromkeys(text.replace(",", " ").split()))
+        if len(names) > self.most:
+            raise forms.ValidationError(f"Name at most {self.most} users.")
+        users = list(User.objects.filter(username__in=names).order_by("username"))
+        missing = sorted(set(names) - {user.username for user in users})
+        if missing:
+            raise forms.ValidationError(f"No user is named {', '.join(missing)}.")
+        return users
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        # Unbound: the form's initial is the agent's users (or their ids).
+        users = User.objects.filter(pk__in=[getattr(u, "pk", u) for u in value or []])
+        return ", ".join(users.order_by("username").values_list("username", flat=True))
+
+
+class AgentAccessForm(forms.ModelForm):
+    """Who may call an agent, as its owner (or staff) sets it on the developer pages: the same
+    fields as the admin's "Who may call it". A developer may list only their own applications
+    (and keep those already listed); staff may list any."""
+
+    allowed_users = UsernamesField(
+        label="Users", required=False,
+        help_text="Usernames, separated by commas or spaces.",
+    )  # fmt: skip
+
+    class Meta:
+        model = Agent
+        fields = ["access", "oauth2", "allowed_users", "allowed_groups", "allowed_applications"]
+        labels = {
+            "access": "Who may call it",
+            "oauth2": "Require an OAuth2 token from the hub",
+            "allowed_groups": "Groups",
+            "allowed_applications": "Applications",
+        }
+        widgets = {
+            "access": forms.RadioSelect,
+            "allowed_groups": forms.CheckboxSelectMultiple,
+            "allowed_applications": forms.CheckboxSelectMultiple,
+        }
+
+    def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        applications = self.fields["allowed_applications"]
+        assert isinstance(applications, forms.ModelMultipleChoiceField)
+        choices = Application.objects.all()
+        if not getattr(user, "is_staff", False):
+            listed = Q(callable_agents=self.instance) if self.instance.pk else Q(pk__in=[])
+            choices = choices.filter(Q(user_id=user.pk) | listed).distinct()
+        applications.queryset = choices.order_by("name", "pk")
+        applications.help_text = (
+            "They call as themselves, with a client-credentials token. "
+            "Make one on the Applications page."
+        )
+        groups = self.fields["allowed_groups"]
+        assert isinstance(groups, forms.ModelMultipleChoiceField)
+        groups.queryset = Group.objects.order_by("name")
+        groups.help_text = "Every member of these groups may call it."
+        # The model's help text shows `<slug>`, which the page would read as markup.
+        self.fields["oauth2"].help_text = escape(
+            "API keys and sessions are then refused; tokens from the hub's token endpoint need "
+            f"the scope a2a:invoke or agent:{self.instance.slug}."
+        )

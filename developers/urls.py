@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from a2ahub.login_throttle import throttled
-from developers import chat, views
+from developers import agent_access, applications, chat, views
 
 app_name = "developers"
 
@@ -35,6 +35,13 @@ urlpatterns = [
     path("agents/<str:slug>/keys/", views.key_list, name="keys"),
     path("agents/<str:slug>/keys/<int:key_id>/revoke/", views.key_revoke, name="key-revoke"),
     path("agents/<str:slug>/tasks/", views.task_list, name="tasks"),
+    path("agents/<str:slug>/access/", agent_access.agent_access, name="agent-access"),
+    path("applications/", applications.application_list, name="applications"),
+    path(
+        "applications/<int:pk>/delete/",
+        applications.application_delete,
+        name="application-delete",
+    ),
     path("agents/<str:slug>/chat/", chat.chat_page, name="chat"),
     path("agents/<str:slug>/chat/send/", chat.chat_send, name="chat-send"),
     path("agents/<str:slug>/chat/cancel/", chat.chat_cancel, name="chat-cancel"),
