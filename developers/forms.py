@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.forms.models import inlineformset_factory
 from django.utils.html import escape
 from oauth2_provider.models import Application
@@ -244,6 +244,12 @@ class UsernamesField(forms.Field):
         return ", ".join(users.order_by("username").values_list("username", flat=True))
 
 
+class ApplicationsField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Application) -> str:
+        # Two applications may share a name; their client ids tell them apart.
+        return f"{obj.name} (client id {obj.client_id[:8]}…)"
+
+
 class AgentAccessForm(forms.ModelForm):
     """Who may call an agent, as its owner (or staff) sets it on the developer pages: the same
     fields as the admin's "Who may call it". A developer may list only their own applications
@@ -263,6 +269,7 @@ class AgentAccessForm(forms.ModelForm):
             "allowed_groups": "Groups",
             "allowed_applications": "Applications",
         }
+        field_classes = {"allowed_applications": ApplicationsField}
         widgets = {
             "access": forms.RadioSelect,
             "allowed_groups": forms.CheckboxSelectMultiple,
@@ -273,11 +280,7 @@ class AgentAccessForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         applications = self.fields["allowed_applications"]
         assert isinstance(applications, forms.ModelMultipleChoiceField)
-        choices = Application.objects.all()
-        if not getattr(user, "is_staff", False):
-            listed = Q(callable_agents=self.instance) if self.instance.pk else Q(pk__in=[])
-            choices = choices.filter(Q(user_id=user.pk) | listed).distinct()
-        applications.queryset = choices.order_by("name", "pk")
+        applications.queryset = application_choices(self.instance, user)
         applications.help_text = (
             "They call as themselves, with a client-credentials token. "
             "Make one on the Applications page."
@@ -286,8 +289,20 @@ class AgentAccessForm(forms.ModelForm):
         assert isinstance(groups, forms.ModelMultipleChoiceField)
         groups.queryset = Group.objects.order_by("name")
         groups.help_text = "Every member of these groups may call it."
-        # The model's help text shows `<slug>`, which the page would read as markup.
+        # The page's own words replace the model's: `<slug>` would be read as markup, and the
+        # owner's standing is said once, above the form.
+        self.fields["access"].help_text = ""
         self.fields["oauth2"].help_text = escape(
             "API keys and sessions are then refused; tokens from the hub's token endpoint need "
             f"the scope a2a:invoke or agent:{self.instance.slug}."
         )
+
+
+def application_choices(agent: Agent, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Any]:
+    """Every application for staff; for others their own and those the agent lists already
+    (an operator's choice, kept when the owner saves)."""
+    choices = Application.objects.all()
+    if not getattr(user, "is_staff", False):
+        listed = Q(callable_agents=agent) if agent.pk else Q(pk__in=[])
+        choices = choices.filter(Q(user_id=user.pk) | listed).distinct()
+    return choices.order_by("name", "pk")

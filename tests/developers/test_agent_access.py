@@ -187,7 +187,7 @@ def test_an_application_staff_listed_stays_listed_when_the_owner_saves(
     own, _ = machine("own", owner=developer)
     mine.allowed_applications.add(theirs)
     page = dev_client.get(PAGE).content.decode()
-    assert "theirs" in page
+    assert f"theirs (client id {theirs.client_id[:8]}…)" in page
     response = save(dev_client, access="listed", allowed_applications=[theirs.pk, own.pk])
     assert response.status_code == 302
     assert set(mine.allowed_applications.all()) == {theirs, own}
