@@ -364,6 +364,12 @@ AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)
 SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0, 0.1, 3600.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = A2A_MAX_REQUEST_BYTES
 
+# The audit log (agents.audit): each process writes the credential uses it counted this often
+# (from its heartbeat, so at most once per TASK_HEARTBEAT_SECONDS too); uses and access changes
+# older than the retention are pruned (0: kept forever).
+AUDIT_FLUSH_SECONDS = env_float("AUDIT_FLUSH_SECONDS", 60.0, 0.1, 3600.0)
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 90, 0, 36500)
+
 # OAuth2 (django-oauth-toolkit under /o/): client credentials for machines, authorization
 # code with PKCE for people, refresh tokens. Scopes come from the agents (agents/scopes.py):
 # `a2a:invoke` (any agent the principal may call), `agent:<slug>`, `skill:<slug>:<skill id>`;

@@ -1,5 +1,6 @@
-"""The operator's console for agents (skills inline, filters, a rendered card preview) and
-their API keys (issued once, listed by prefix, revoked; the secret is never stored)."""
+"""The operator's console for agents (skills inline, filters, a rendered card preview; changes
+to who may call one go to the audit log) and their API keys (issued once, listed by prefix,
+revoked; the secret is never stored). The audit log's own lists are in `agents.audit_admin`."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from agents import cards
+from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
 from agents.forms import AgentForm, SkillFormSet
 from agents.lookup import forget_agents
-from agents.models import Agent, ApiKey, Skill
+from agents.models import AccessVia, Agent, ApiKey, Skill
 from agents.views import public_base_url
 
 
@@ -134,6 +135,15 @@ class AgentAdmin(admin.ModelAdmin):
             context.update(card_preview_context(request, agent))
         return super().change_view(request, object_id, form_url, extra_context=context)
 
+    def save_related(
+        self, request: HttpRequest, form: ModelForm, formsets: Any, change: bool
+    ) -> None:
+        # The lists are saved here, after the agent: only now is the whole change known.
+        super().save_related(request, form, formsets, change)
+        before = access_before(form) if change else audit.snapshot_of_new_agent()
+        after = audit.snapshot(form.instance)
+        audit.record_access_change(form.instance, request.user, AccessVia.ADMIN, before, after)
+
     @admin.action(description="Enable the selected agents")
     def enable_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         count = queryset.update(enabled=True)
@@ -145,6 +155,16 @@ class AgentAdmin(admin.ModelAdmin):
         count = queryset.update(enabled=False)
         forget_agents()
         self.message_user(request, f"{count} agent(s) disabled.", messages.SUCCESS)
+
+
+def access_before(form: ModelForm) -> dict[str, Any]:
+    """Who could call the agent before this save, from the values the form started with."""
+    initial = form.initial
+    return audit.describe(
+        initial.get("access", ""), initial.get("oauth2", False),
+        initial.get("allowed_users", []), initial.get("allowed_groups", []),
+        initial.get("allowed_applications", []),
+    )  # fmt: skip
 
 
 def card_preview_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:

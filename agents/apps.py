@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 
+PRUNE_EVERY_SECONDS = 60.0
+
 
 class AgentsConfig(AppConfig):
     name = "agents"
@@ -14,7 +16,14 @@ class AgentsConfig(AppConfig):
 
         from django.conf import settings
 
-        from agents import lookup  # noqa: F401  (connects the cache's signal receivers)
+        from a2ahub import processes, schedule
+        from agents import audit, jobs, lookup  # noqa: F401  (lookup connects its receivers)
+
+        # Each process writes the credential uses it counted, from its heartbeat thread.
+        if audit.flush_due not in processes.on_beat:
+            processes.on_beat.append(audit.flush_due)
+        # The same pace as the other retention jobs: a short run every minute.
+        schedule.register(jobs.prune_audit_log, lambda: PRUNE_EVERY_SECONDS)
 
         # Modules whose @skill functions the `python` executor kind can run.
         for module in settings.A2A_SKILL_MODULES:

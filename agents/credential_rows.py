@@ -17,17 +17,15 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
 from a2ahub import asyncdb
 from agents.models import ApiKey
 
 KEY_FIELDS = ("pk", "owner_id", "name", "key_hash", "last_used_at")
-TOKEN_FIELDS = ("user_id", "user__is_active", "application_id", "application__name", "expires",
-                "scope")  # fmt: skip
+TOKEN_FIELDS = ("id", "user_id", "user__is_active", "application_id", "application__name",
+                "expires", "scope")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,18 +117,3 @@ def statement(shape: str) -> str:
     if list(params) != PLACEHOLDERS[shape]:
         raise RuntimeError(f"the {shape} lookup's parameters moved: {params!r}")
     return sql
-
-
-def touch_key(pk: int) -> None:
-    ApiKey.objects.filter(pk=pk).update(last_used_at=timezone.now())
-
-
-async def touch_key_async(pk: int) -> None:
-    await asyncdb.execute(touch_statement(), [timezone.now(), pk])
-
-
-@cache
-def touch_statement() -> str:
-    meta, quote = ApiKey._meta, connection.ops.quote_name
-    used, pk = meta.get_field("last_used_at").column, meta.pk.column  # type: ignore[union-attr]
-    return f"UPDATE {quote(meta.db_table)} SET {quote(used)} = %s WHERE {quote(pk)} = %s"

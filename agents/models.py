@@ -252,3 +252,92 @@ class ApiKey(models.Model):
 def hash_key(raw: str) -> str:
     # Keys are 256 random bits, so a fast hash is enough; a slow one would only cost latency.
     return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class CredentialKind(models.TextChoices):
+    API_KEY = "api_key", "API key"
+    OAUTH2_TOKEN = "oauth2_token", "OAuth2 token"
+    SESSION = "session", "developer session"
+    ANONYMOUS = "anonymous", "none (anonymous)"
+
+
+# What one row of CredentialUse counts calls under.
+USE_KEY_FIELDS = ["agent", "principal", "credential_kind", "credential_ref", "binding", "version"]
+
+
+class CredentialUse(models.Model):
+    """Which credential a principal called an agent with, through which door: one row per
+    (agent, principal, credential, binding, version), written in batches (`agents.audit`), so
+    `last_used_at` and `calls` trail the calls by up to AUDIT_FLUSH_SECONDS."""
+
+    agent = models.ForeignKey(
+        Agent, null=True, on_delete=models.SET_NULL, related_name="credential_uses"
+    )
+    # Kept when the agent is deleted: the log outlives what it names.
+    agent_slug = models.CharField(max_length=64)
+    principal = models.CharField(max_length=100)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="credential_uses",
+    )  # fmt: skip
+    credential_kind = models.CharField(max_length=20, choices=CredentialKind.choices)
+    # Names the credential, never holds it: "apikey:<id>", "app:<id>/token:<id>", "session".
+    credential_ref = models.CharField(max_length=100, blank=True)
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="uses"
+    )
+    application: models.ForeignKey[Any, Any] = models.ForeignKey(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL, null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="credential_uses",
+    )  # fmt: skip
+    # An access token's id (tokens come and go with every grant; no foreign key to hold them).
+    token_id = models.BigIntegerField(null=True, blank=True)
+    binding = models.CharField(max_length=20, blank=True)
+    version = models.CharField(max_length=10, blank=True)
+    first_used_at = models.DateTimeField()
+    last_used_at = models.DateTimeField()
+    calls = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-last_used_at"]
+        constraints = [models.UniqueConstraint(fields=USE_KEY_FIELDS, name="credential_use_unique")]
+        indexes = [
+            models.Index(fields=["-last_used_at"], name="credential_use_last_used"),
+            models.Index(fields=["principal", "-last_used_at"], name="credential_use_principal"),
+            models.Index(fields=["token_id"], name="credential_use_token"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.principal} on {self.agent_slug} ({self.get_credential_kind_display()})"
+
+
+class AccessVia(models.TextChoices):
+    ADMIN = "admin", "admin"
+    OPERATORS_API = "operators_api", "operators' API"
+    DEVELOPER_PAGES = "developer_pages", "developer pages"
+
+
+class AccessChange(models.Model):
+    """A change to who may call an agent: its access rule, OAuth2 requirement and lists, as
+    they were and as they became (lists by name), who made it and where."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    agent = models.ForeignKey(
+        Agent, null=True, on_delete=models.SET_NULL, related_name="access_changes"
+    )
+    agent_slug = models.CharField(max_length=64)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="access_changes",
+    )  # fmt: skip
+    # The actor's name as it was, kept if the user is deleted.
+    actor_name = models.CharField(max_length=150)
+    via = models.CharField(max_length=20, choices=AccessVia.choices)
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} changed {self.agent_slug} ({self.get_via_display()})"

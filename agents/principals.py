@@ -9,16 +9,16 @@ owns as itself (`apikey:<id>`), a client-credentials token as its application (`
 
 Then the agent's access rule decides whether that principal may call it (`check_access`):
 401 when a credential is missing or not valid, 403 when it is valid but not enough. Nothing
-here writes the database on every request: tokens are read, and a key's `last_used_at` is
-written at most once a minute. The A2A doors call `authenticate_async`, which reads on the
-event loop's own connections (`agents/credential_rows.py`); the rules are the same functions.
+here writes the database: a principal names the credential it came with (`Credential`), and
+the audit log (`agents.audit`) counts its uses and writes them, with the key's `last_used_at`,
+in batches. The A2A doors call `authenticate_async`, which reads keys and tokens on the event
+loop's own connections (`agents/credential_rows.py`); the rules are the same functions.
 """
 
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, cast
 
@@ -34,11 +34,24 @@ from a2ahub.errors import AccessDenied, AuthenticationRequired
 from agents import credential_rows
 from agents import scopes as scope_rules
 from agents.credential_rows import KeyRow, TokenRow, is_api_key
-from agents.models import Access, Agent, ApiKey, hash_key
+from agents.models import Access, Agent, ApiKey, CredentialKind, hash_key
 
 DEFAULT_KEY_HEADER = "X-API-Key"
-# A key's last use is recorded when the one on record is older than this.
-LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What a principal presented, named for the audit log; never the secret itself."""
+
+    kind: str  # a CredentialKind
+    ref: str = ""
+    api_key_id: int | None = None
+    application_id: int | None = None
+    token_id: int | None = None
+
+
+NO_CREDENTIAL = Credential(CredentialKind.ANONYMOUS)
+SESSION = Credential(CredentialKind.SESSION, "session")
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,8 @@ class Principal:
     # A token's scopes; None for credentials without scopes (keys, sessions), which reach
     # whatever their principal may call.
     scopes: frozenset[str] | None = None
+    # How it came this time; not part of who it is (a user's key and token are one principal).
+    credential: Credential = field(default=NO_CREDENTIAL, compare=False)
 
     @property
     def is_anonymous(self) -> bool:
@@ -112,10 +127,9 @@ def find_key(raw: str, agent: Agent) -> ApiKey | None:
     return key
 
 
-def key_principal(key: KeyRow) -> tuple[Principal, int | None]:
-    """The key's principal, and the key's id when its last use on record is stale."""
-    stale = key.last_used_at is None or timezone.now() - key.last_used_at > LAST_USED_GRANULARITY
-    return Principal(key.principal, key.name, user_id=key.owner_id), key.pk if stale else None
+def key_principal(key: KeyRow) -> Principal:
+    credential = Credential(CredentialKind.API_KEY, f"apikey:{key.pk}", api_key_id=key.pk)
+    return Principal(key.principal, key.name, user_id=key.owner_id, credential=credential)
 
 
 def token_principal(row: TokenRow, agent: Agent, request: HttpRequest) -> Principal:
@@ -126,17 +140,22 @@ def token_principal(row: TokenRow, agent: Agent, request: HttpRequest) -> Princi
         )
     granted = frozenset(row["scope"].split())
     user_id, app_id = row["user_id"], row["application_id"]
+    credential = Credential(
+        CredentialKind.OAUTH2_TOKEN, f"app:{app_id}/token:{row['id']}",
+        application_id=app_id, token_id=row["id"],
+    )  # fmt: skip
     if user_id is not None:
         if not row["user__is_active"]:
             detail = 'error="invalid_token"'
             raise AuthenticationRequired(
                 "The credentials are not valid.", bearer_challenge(agent, request, detail)
             )
-        return Principal(
-            f"user:{user_id}", f"user {user_id}", user_id, application_id=app_id, scopes=granted
-        )
+        return Principal(f"user:{user_id}", f"user {user_id}", user_id, application_id=app_id,
+                         scopes=granted, credential=credential)  # fmt: skip
     label = row["application__name"] or "application"
-    return Principal(f"app:{app_id}", label, application_id=app_id, scopes=granted)
+    return Principal(
+        f"app:{app_id}", label, application_id=app_id, scopes=granted, credential=credential
+    )
 
 
 def session_principal(request: HttpRequest) -> Principal | None:
@@ -148,7 +167,7 @@ def session_principal(request: HttpRequest) -> Principal | None:
     user = get_user(cast(HttpRequest, _SessionCarrier(store)))
     if not user.is_authenticated:
         return None
-    return Principal(f"user:{user.pk}", user.get_username(), user_id=user.pk)
+    return Principal(f"user:{user.pk}", user.get_username(), user_id=user.pk, credential=SESSION)
 
 
 class _SessionCarrier:
@@ -170,21 +189,21 @@ def credentials_to_check(request: HttpRequest, agent: Agent) -> list[str]:
 
 def resolve(
     request: HttpRequest, agent: Agent, presented: list[str], found: dict[str, Any]
-) -> tuple[Principal | None, int | None]:
-    """The principal of the first valid credential (and a key to mark used), None when none
-    was presented, or AuthenticationRequired (401) when none of those presented is valid."""
+) -> Principal | None:
+    """The principal of the first valid credential, None when none was presented, or
+    AuthenticationRequired (401) when none of those presented is valid."""
     for raw in presented:
         row = found.get(raw)
         if isinstance(row, KeyRow):
             if hmac.compare_digest(row.key_hash, hash_key(raw)):
                 return key_principal(row)
         elif row is not None:
-            return token_principal(row, agent, request), None
+            return token_principal(row, agent, request)
     if presented:
         raise AuthenticationRequired(
             "The credentials are not valid.", challenge(agent, request, 'error="invalid_token"')
         )
-    return None, None
+    return None
 
 
 def readable(request: HttpRequest, agent: Agent, presented: list[str]) -> list[str]:
@@ -200,9 +219,7 @@ def identify(request: HttpRequest, agent: Agent) -> Principal:
     presented = credentials_to_check(request, agent)
     read = readable(request, agent, presented)
     found = {raw: credential_rows.find(raw, agent.pk) for raw in read}
-    principal, used_key = resolve(request, agent, presented, found)
-    if used_key is not None:
-        credential_rows.touch_key(used_key)
+    principal = resolve(request, agent, presented, found)
     if principal is not None:
         return principal
     if has_session_cookie(request):
@@ -220,9 +237,7 @@ async def identify_async(request: HttpRequest, agent: Agent) -> Principal:
         raw: await credential_rows.find_async(raw, agent.pk)
         for raw in readable(request, agent, presented)
     }
-    principal, used_key = resolve(request, agent, presented, found)
-    if used_key is not None:
-        await credential_rows.touch_key_async(used_key)
+    principal = resolve(request, agent, presented, found)
     assert principal is not None  # credentials were presented: a principal, or a 401 raised
     return principal
 

@@ -1,7 +1,8 @@
 """The operators' API: agents with their skills, API keys, tasks, push deliveries and
 registrations. Everything changes the way the admin changes it: a task is canceled through
 tasks.lifecycle and its runner told to stop, a delivery is replayed as a new delivery of the
-same event, a registration is revoked by removing its agent."""
+same event, a registration is revoked by removing its agent, a change to who may call an
+agent goes to the audit log."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from agents import audit
 from agents.lookup import forget_agents
-from agents.models import Agent, ApiKey
+from agents.models import AccessVia, Agent, ApiKey
 from operators_api import errors
 from operators_api.auth import AUTHENTICATION, IsStaff, operator_name
 from operators_api.errors import Conflict
@@ -101,6 +103,21 @@ class AgentViewSet(
 
     def get_queryset(self) -> QuerySet[Agent]:
         return Agent.objects.select_related("owner").prefetch_related("skills").order_by("slug")
+
+    @transaction.atomic
+    def perform_create(self, serializer: BaseSerializer[Agent]) -> None:
+        agent = serializer.save()
+        self.log_access(agent, audit.snapshot_of_new_agent())
+
+    @transaction.atomic
+    def perform_update(self, serializer: BaseSerializer[Agent]) -> None:
+        assert serializer.instance is not None
+        before = audit.snapshot(serializer.instance)
+        self.log_access(serializer.save(), before)
+
+    def log_access(self, agent: Agent, before: dict[str, Any]) -> None:
+        after = audit.snapshot(agent)
+        audit.record_access_change(agent, self.request.user, AccessVia.OPERATORS_API, before, after)
 
     def perform_destroy(self, instance: Agent) -> None:
         instance.delete()

@@ -30,6 +30,7 @@ from a2ahub.errors import (
     VersionNotSupportedError,
     invalid_params,
 )
+from agents import audit
 from agents.lookup import cached_agent, find_agent, why_absent
 from agents.models import Agent
 from agents.principals import (
@@ -41,6 +42,7 @@ from agents.principals import (
     needs_credentials,
 )
 from protocol import limits
+from protocol.calls import Call
 from tasks.wire import V03, V1
 
 SUPPORTED_VERSIONS = (V03, V1)
@@ -133,6 +135,12 @@ async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
     ):
         return ANONYMOUS
     return await authenticate_async(request, agent)
+
+
+def count_call(call: Call) -> None:
+    """The audit log's count of who called with which credential (memory only: it is written
+    in batches, off the request path)."""
+    audit.note_use(call.agent, call.principal, call.binding, call.version)
 
 
 def unauthorized(exc: AuthenticationRequired) -> JsonResponse:

@@ -338,6 +338,7 @@ async def handle(
     extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
                 door.last_event_id(request), binding=Binding.HTTP_JSON)  # fmt: skip
+    door.count_call(call)
     method = operation.entry
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")

@@ -71,12 +71,14 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
 def fresh_agent_cache() -> None:
     # Rolled-back test transactions send no signals, so each test starts with no cached agent.
     from a2ahub.signing import forget_current_signer
+    from agents.audit import forget_uses
     from agents.lookup import forget_agents
     from protocol.limits import forget_counts
 
     forget_agents()
     forget_counts()
     forget_current_signer()  # the signing key of an earlier test's database
+    forget_uses()  # calls an earlier test counted, against its rolled-back agents
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
 from a2ahub import asyncdb
-from agents.models import Access, ApiKey
+from agents import audit
+from agents.models import Access, ApiKey, CredentialUse
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import envelope
 from tests.factories.oauth import machine, token_for, user_token
@@ -106,27 +107,32 @@ async def test_unknown_revoked_and_expired_credentials_get_401_with_the_challeng
         assert answer.headers["www-authenticate"].startswith(("ApiKey", "Bearer"))
 
 
-async def test_a_keys_last_use_is_written_once_a_minute_not_on_every_call(app: None) -> None:
-    def arrange() -> tuple[int, str]:
+async def test_calls_with_a_key_and_a_token_reach_the_audit_log_when_the_process_flushes(
+    app: None,
+) -> None:
+    def arrange() -> tuple[int, str, int, str]:
         make_agent("open-echo")
         made, raw = ApiKey.issue("counted", owner=User.objects.create_user("carol"))
-        return made.pk, raw
+        robot, secret = machine("robot")
+        return made.pk, raw, robot.pk, token_for(robot, secret)["access_token"]
 
-    pk, raw = await in_db(arrange)
+    key_id, raw, robot_id, token = await in_db(arrange)
+    for headers in (key(raw), key(raw), bearer(token)):
+        assert (await rpc("open-echo", "send", headers, text="hi")).status == 200
 
-    async def last_used() -> Any:
-        return await in_db(lambda: ApiKey.objects.get(pk=pk).last_used_at)
+    assert await in_db(lambda: ApiKey.objects.get(pk=key_id).last_used_at) is None
+    await in_db(audit.flush)
 
-    assert (await rpc("open-echo", "send", key(raw), text="one")).status == 200
-    first = await last_used()
-    assert first is not None
-    assert (await rpc("open-echo", "send", key(raw), text="two")).status == 200
-    assert await last_used() == first  # within the minute: not written again
+    def uses() -> list[tuple[str, str, int]]:
+        rows = CredentialUse.objects.filter(agent_slug="open-echo").order_by("credential_kind")
+        return [(u.principal, u.credential_ref.split("/")[0], u.calls) for u in rows]
 
-    an_hour_ago = first - timedelta(hours=1)
-    await in_db(lambda: ApiKey.objects.filter(pk=pk).update(last_used_at=an_hour_ago))
-    assert (await rpc("open-echo", "send", key(raw), text="three")).status == 200
-    assert await last_used() > first
+    owner = await in_db(lambda: ApiKey.objects.get(pk=key_id).owner_id)
+    assert await in_db(uses) == [
+        (f"user:{owner}", f"apikey:{key_id}", 2),
+        (f"app:{robot_id}", f"app:{robot_id}", 1),
+    ]
+    assert await in_db(lambda: ApiKey.objects.get(pk=key_id).last_used_at) is not None
 
 
 async def test_a_key_sent_only_as_a_bearer_token_counts_nowhere_but_where_the_card_names(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from agents import audit
 from agents.models import Agent, ApiKey
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import SAMPLES, envelope
@@ -94,6 +95,7 @@ def test_it_records_when_a_key_was_last_used(caller: Caller, echo: Agent) -> Non
     assert ApiKey.objects.get(name="caller").last_used_at is None
 
     caller.rpc("echo", V1, "send")
+    audit.flush()  # the audit log's batch, which each process writes from its heartbeat
 
     assert ApiKey.objects.get(name="caller").last_used_at is not None
 

@@ -1,0 +1,150 @@
+"""The audit log in the admin: credential uses and access changes, read-only, newest first,
+filtered by agent, principal and credential kind; and the last use of OAuth2 tokens and
+applications, next to them in django-oauth-toolkit's own lists."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
+from django.utils.html import format_html
+from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
+from oauth2_provider.models import get_access_token_model, get_application_model
+
+from agents.models import AccessChange, CredentialUse
+
+# A filter lists at most this many principals (the most recently seen); search finds the rest.
+PRINCIPAL_CHOICES = 100
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A log: operators read it; nobody adds, changes or deletes a row by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PrincipalFilter(admin.SimpleListFilter):
+    title = "principal"
+    parameter_name = "principal"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        recent = CredentialUse.objects.order_by("-last_used_at").values_list(
+            "principal", flat=True
+        )[: PRINCIPAL_CHOICES * 10]
+        principals = list(dict.fromkeys(recent))[:PRINCIPAL_CHOICES]
+        return [
+            (p, label) for p, label in zip(principals, principal_labels(principals), strict=True)
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(principal=self.value()) if self.value() else queryset
+
+
+def principal_labels(principals: list[str]) -> list[str]:
+    """`user:3` as `user:3 (alice)`, one read for all the users."""
+    ids = [int(p[5:]) for p in principals if p.startswith("user:") and p[5:].isdigit()]
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    labels = []
+    for principal in principals:
+        _, _, rest = principal.partition(":")
+        name = names.get(int(rest)) if principal.startswith("user:") and rest.isdigit() else None
+        labels.append(f"{principal} ({name})" if name else principal)
+    return labels
+
+
+@admin.register(CredentialUse)
+class CredentialUseAdmin(ReadOnlyAdmin):
+    list_display = ["last_used_at", "agent_slug", "principal", "user", "credential_kind",
+                    "credential", "binding", "version", "calls", "first_used_at"]  # fmt: skip
+    list_filter = ["credential_kind", PrincipalFilter, "agent", "binding", "version"]
+    list_select_related = ["user", "api_key", "application"]
+    search_fields = ["principal", "agent_slug", "credential_ref", "user__username",
+                     "api_key__name", "application__name"]  # fmt: skip
+    ordering = ["-last_used_at"]
+    date_hierarchy = "last_used_at"
+
+    @admin.display(description="credential", ordering="credential_ref")
+    def credential(self, use: CredentialUse) -> str:
+        if use.api_key is not None:
+            return f"{use.credential_ref} ({use.api_key.name}, a2a_{use.api_key.prefix}_…)"
+        if use.application is not None:
+            return f"{use.credential_ref} ({use.application.name})"
+        return use.credential_ref or "—"
+
+
+@admin.register(AccessChange)
+class AccessChangeAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "agent_slug", "actor_name", "via", "was", "became"]
+    list_filter = ["via", "agent", ("actor", admin.RelatedOnlyFieldListFilter)]
+    search_fields = ["agent_slug", "actor_name"]
+    ordering = ["-created_at", "-id"]
+    date_hierarchy = "created_at"
+
+    @admin.display(description="before")
+    def was(self, change: AccessChange) -> str:
+        return as_text(change.before)
+
+    @admin.display(description="after")
+    def became(self, change: AccessChange) -> str:
+        return as_text(change.after)
+
+
+def as_text(values: dict[str, Any]) -> str:
+    return format_html("<code>{}</code>", json.dumps(values, ensure_ascii=False, sort_keys=True))
+
+
+def last_use_of(**match: Any) -> Subquery:
+    """The latest `last_used_at` of the credential uses matching `match` (an OuterRef)."""
+    uses = CredentialUse.objects.filter(**match).order_by("-last_used_at")
+    return Subquery(uses.values("last_used_at")[:1])
+
+
+AccessToken = get_access_token_model()
+Application = get_application_model()
+TokenAdminBase: Any = get_access_token_admin_class()
+ApplicationAdminBase: Any = get_application_admin_class()
+
+
+class TokenAdmin(TokenAdminBase):  # type: ignore[misc]
+    """django-oauth-toolkit's token list, with when each token last called an agent."""
+
+    list_display = [*TokenAdminBase.list_display, "last_used"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        return queryset.annotate(_last_used=last_use_of(token_id=OuterRef("pk")))
+
+    @admin.display(description="last used (audit log)", ordering="_last_used")
+    def last_used(self, token: Any) -> Any:
+        return getattr(token, "_last_used", None)
+
+
+class ApplicationAdmin(ApplicationAdminBase):  # type: ignore[misc]
+    """django-oauth-toolkit's application list, with when its tokens last called an agent."""
+
+    list_display = [*ApplicationAdminBase.list_display, "last_used"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        return queryset.annotate(_last_used=last_use_of(application_id=OuterRef("pk")))
+
+    @admin.display(description="last used (audit log)", ordering="_last_used")
+    def last_used(self, application: Any) -> Any:
+        return getattr(application, "_last_used", None)
+
+
+for model, model_admin in ((AccessToken, TokenAdmin), (Application, ApplicationAdmin)):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+    admin.site.register(model, model_admin)
