@@ -72,7 +72,6 @@ class CredentialUseAdmin(ReadOnlyAdmin):
     search_fields = ["principal", "agent_slug", "credential_ref", "user__username",
                      "api_key__name", "application__name"]  # fmt: skip
     ordering = ["-last_used_at"]
-    date_hierarchy = "last_used_at"
 
     @admin.display(description="credential", ordering="credential_ref")
     def credential(self, use: CredentialUse) -> str:
@@ -89,7 +88,6 @@ class AccessChangeAdmin(ReadOnlyAdmin):
     list_filter = ["via", "agent", ("actor", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["agent_slug", "actor_name"]
     ordering = ["-created_at", "-id"]
-    date_hierarchy = "created_at"
 
     @admin.display(description="before")
     def was(self, change: AccessChange) -> str:

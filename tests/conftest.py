@@ -68,17 +68,28 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def audit_counts_of_this_test_only(settings: Any) -> Iterator[None]:
+    """Calls counted for the audit log reach the database when a test flushes them, never
+    from this process's heartbeat thread (a test that imported the ASGI app started one) in the
+    middle of another test; none are left for the next test, or for the exit."""
+    from agents.audit import forget_uses
+
+    settings.AUDIT_FLUSH_SECONDS = 10**9
+    forget_uses()
+    yield
+    forget_uses()
+
+
+@pytest.fixture(autouse=True)
 def fresh_agent_cache() -> None:
     # Rolled-back test transactions send no signals, so each test starts with no cached agent.
     from a2ahub.signing import forget_current_signer
-    from agents.audit import forget_uses
     from agents.lookup import forget_agents
     from protocol.limits import forget_counts
 
     forget_agents()
     forget_counts()
     forget_current_signer()  # the signing key of an earlier test's database
-    forget_uses()  # calls an earlier test counted, against its rolled-back agents
 
 
 @pytest.fixture
