@@ -129,7 +129,11 @@ def flush() -> int:
             put_back(dict(items[index:]))
             return written
         written += 1
-    touch_keys(batch)
+    try:
+        touch_keys(batch)
+    except DatabaseError:
+        # The keys' last use catches up at their next flush; the counts are written.
+        logger.warning("could not record the API keys' last use")
     return written
 
 

@@ -174,3 +174,19 @@ def on_a_beat() -> None:
     beat = threading.Thread(target=audit.flush_due)
     beat.start()
     beat.join(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_calls_to_an_agent_deleted_before_the_flush_are_dropped_and_the_rest_written(
+    caller: Caller, echo: Agent
+) -> None:
+    assert caller.key is not None
+    make_agent("doomed")
+    ask(Client(), "doomed")
+    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    Agent.objects.filter(slug="doomed").delete()
+
+    audit.flush()
+
+    assert list(CredentialUse.objects.values_list("agent_slug", "calls")) == [("echo", 1)]
+    assert audit.pending_calls() == 0
