@@ -21,7 +21,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from oauth2_provider.models import Application
 
-from agents.models import Access, Agent, ApiKey
+from agents import audit
+from agents.models import Access, AccessChange, AccessVia, Agent, ApiKey
 from tests.factories.agents import owned
 from tests.factories.oauth import machine, token_for
 
@@ -210,3 +211,42 @@ def test_the_agent_page_links_to_the_access_page(dev_client: Client, mine: Agent
     page = dev_client.get("/dev/agents/mine/").content.decode()
     assert f'href="{PAGE}"' in page
     assert 'Who may call it</dt><dd id="access-summary">anyone' in page
+
+
+def test_a_saved_change_is_logged_as_made_on_the_developer_pages_and_listed_on_the_page(
+    dev_client: Client, developer: User, mine: Agent, friend: User
+) -> None:
+    assert save(dev_client, access="listed", allowed_users="friend").status_code == 302
+
+    change = AccessChange.objects.get(agent=mine)
+    assert (change.actor, change.via) == (developer, AccessVia.DEVELOPER_PAGES)
+    assert change.before == {"access": "anyone", "allowed_users": []}
+    assert change.after == {"access": "listed", "allowed_users": ["friend"]}
+    shown = dev_client.get(PAGE).content.decode()
+    assert "developer pages" in shown
+    assert "<code>[&#x27;friend&#x27;]</code>" in shown
+
+    assert save(dev_client, access="listed", allowed_users="friend").status_code == 302
+    assert AccessChange.objects.filter(agent=mine).count() == 1  # nothing changed: nothing logged
+
+
+def test_the_page_lists_who_called_with_which_credential_once_the_calls_are_written(
+    dev_client: Client, developer: User, mine: Agent, friend: User
+) -> None:
+    robot, secret = machine("robot", owner=developer)
+    friends_key = key_of(friend, mine)
+    assert send(bearer(robot, secret)).status_code == 200
+    assert send(friends_key).status_code == 200
+    assert send(friends_key).status_code == 200
+    assert "No calls yet." in dev_client.get(PAGE).content.decode()  # counted, not written yet
+
+    audit.flush()
+
+    page = dev_client.get(PAGE).content.decode()
+    rows = page.split('<tr class="use">')[1:]
+    assert len(rows) == 2
+    by_caller = {("friend" if "friend" in r else "robot"): r for r in rows}
+    assert "API key" in by_caller["friend"] and '<td class="calls">2</td>' in by_caller["friend"]
+    assert "application robot" in by_caller["robot"]
+    assert "OAuth2 token" in by_caller["robot"] and '<td class="calls">1</td>' in by_caller["robot"]
+    assert secret not in page
