@@ -95,12 +95,13 @@ class Agent(models.Model):
 
     access = models.CharField(
         max_length=10, choices=Access.choices, default=Access.ANYONE,
-        help_text="Who may call this agent. Its owner and staff always may.",
+        help_text="Who may call this agent over A2A. Its owner always may.",
     )  # fmt: skip
     oauth2 = models.BooleanField(
         default=False,
+        # Shown unescaped by Django's forms: no angle brackets.
         help_text="Require an OAuth2 bearer token from the hub (the card publishes the hub's "
-        "oauth2 scheme; tokens need the scope a2a:invoke or agent:<slug>).",
+        "oauth2 scheme; tokens need the scope a2a:invoke, or agent: followed by its slug).",
     )
     allowed_users = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="callable_agents",
