@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-from tasks.retention import COUNT_LIMIT, count_capped
+from tasks import retention
 from tasks.wire import V01, V03, V1
 
 HEX_PREFIX = re.compile(r"^[0-9a-f]{1,32}$")
@@ -27,7 +27,7 @@ class AtLeast(int):
     result count, "select all")."""
 
     def __str__(self) -> str:
-        return f"{COUNT_LIMIT:,}+"
+        return f"{retention.COUNT_LIMIT:,}+"
 
 
 class CappedPaginator(Paginator):
@@ -37,8 +37,13 @@ class CappedPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         rows = self.object_list
-        counted = count_capped(rows) if isinstance(rows, QuerySet) else len(rows)
-        return AtLeast(counted) if counted > COUNT_LIMIT else counted
+        return capped_count(rows) if isinstance(rows, QuerySet) else len(rows)
+
+
+def capped_count(rows: QuerySet) -> int:
+    """How many rows, or `AtLeast` the cap when there are more."""
+    counted = retention.count_capped(rows)
+    return AtLeast(counted) if counted > retention.COUNT_LIMIT else counted
 
 
 class ProtocolVersionFilter(admin.SimpleListFilter):

@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent, ApiKey
+from tasks import retention
 from tasks.models import Task
 from tests.factories.agents import SECURED, agent_data, make_agent, owned, skill_data
 
@@ -345,6 +346,27 @@ def test_the_task_list_is_paginated(dev_client: Client, developer: User) -> None
     second = dev_client.get("/dev/agents/mine/tasks/?page=2").content.decode()
     assert "task aged 29" in second
     assert "task aged 0<" not in second
+
+
+def test_task_counts_stop_at_the_cap_on_the_agent_list_and_the_task_list(
+    dev_client: Client, developer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cap is 10,000 (a million tasks are not counted for a page); 3 here.
+    monkeypatch.setattr(retention, "COUNT_LIMIT", 3)
+    agent = make_agent("mine", skills=2, owner=developer)
+    owned("quiet", developer)
+    for age in range(5):
+        make_task(agent, age, f"task aged {age}")
+
+    listing = dev_client.get("/dev/agents/").content.decode()
+    row = listing.split('href="/dev/agents/mine/"')[1].split("</tr>")[0]
+    assert "<td>3+</td>" in row.replace(",", "")  # "10,000+" at the real cap
+    assert "<td>2</td>" in row  # its skills, counted once each
+    quiet = listing.split('href="/dev/agents/quiet/"')[1].split("</tr>")[0]
+    assert "<td>0</td>" in quiet
+    tasks = dev_client.get("/dev/agents/mine/tasks/").content.decode()
+    assert "(3+ in all)" in tasks
+    assert "task aged 0<" in tasks  # newest first, as ever
 
 
 # -- try it ----------------------------------------------------------------------------------
