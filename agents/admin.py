@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
-from agents.forms import AgentForm, SkillFormSet
+from agents.forms import AgentForm, ApiKeyForm, SkillFormSet
 from agents.lookup import forget_agents
 from agents.models import AccessVia, Agent, ApiKey, Skill
 from agents.views import public_base_url
@@ -192,18 +192,25 @@ class RevokedFilter(admin.SimpleListFilter):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["name", "key_prefix", "owner", "agent", "created_at", "last_used_at", "active"]
+    form = ApiKeyForm
+    list_display = ["name", "key_prefix", "owner", "agent", "scope_list", "created_at",
+                    "last_used_at", "active"]  # fmt: skip
     list_filter = [RevokedFilter, "agent"]
     list_select_related = ["owner", "agent"]
     search_fields = ["name", "prefix", "owner__username"]
     actions = ["revoke_keys"]
     # The hash never appears: it is not a field of any form or column here.
-    fields = ["name", "owner", "agent", "key_prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "owner", "agent", "scopes", "key_prefix", "created_at", "last_used_at",
+              "revoked_at"]  # fmt: skip
     readonly_fields = ["key_prefix", "created_at", "last_used_at", "revoked_at"]
 
     @admin.display(description="key", ordering="prefix")
     def key_prefix(self, key: ApiKey) -> str:
         return f"a2a_{key.prefix}_…" if key.prefix else "—"
+
+    @admin.display(description="scopes")
+    def scope_list(self, key: ApiKey) -> str:
+        return " ".join(key.scopes or []) or "—"
 
     @admin.display(description="active", boolean=True, ordering="revoked_at")
     def active(self, key: ApiKey) -> bool:
@@ -213,7 +220,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        key, secret = ApiKey.issue(obj.name, obj.owner, obj.agent)
+        key, secret = ApiKey.issue(obj.name, obj.owner, obj.agent, obj.scopes)
         obj.pk, obj.prefix, obj.key_hash, obj.created_at = (
             key.pk, key.prefix, key.key_hash, key.created_at,
         )  # fmt: skip

@@ -10,7 +10,7 @@ from django.forms.models import construct_instance
 
 from agents.cards import validate_agent_card
 from agents.kinds import check_settings
-from agents.models import Agent, Skill
+from agents.models import Agent, ApiKey, KeyScope, Skill
 from agents.validators import validate_security_requirements_reference
 
 # Stands in for the skills of an agent that has none yet, so the agent's own fields can be
@@ -98,3 +98,16 @@ class SkillFormSet(forms.BaseInlineFormSet):
         except ValidationError as exc:
             # Agent-level problems are already shown on the agent's fields; here, list them all.
             raise ValidationError(exc.messages) from exc
+
+
+class ApiKeyForm(forms.ModelForm):
+    """The admin's key form: what the key may do beyond calling agents, as checkboxes."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=KeyScope.choices, widget=forms.CheckboxSelectMultiple, required=False,
+        help_text="Hub-wide keys only. Without 'registry' the key cannot register agents.",
+    )  # fmt: skip
+
+    class Meta:
+        model = ApiKey
+        fields = ["name", "owner", "agent", "scopes"]

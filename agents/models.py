@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -204,6 +205,21 @@ class Skill(models.Model):
         return f"{self.agent.slug}/{self.skill_id}"
 
 
+class KeyScope(models.TextChoices):
+    """What a hub-wide key may do beyond calling agents (agents.scopes names OAuth2's too)."""
+
+    REGISTRY = "registry", "registry: register agents and manage their registrations"
+
+
+def validate_key_scopes(value: Any) -> None:
+    known = set(KeyScope.values)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in known for v in value):
+        raise ValidationError(f"Scopes must be a list of: {', '.join(sorted(known))}.")
+
+
+KEY_BOUND_SCOPES = "A key bound to one agent only calls that agent: it cannot hold scopes."
+
+
 class ApiKey(models.Model):
     """A credential for A2A clients; only its hash is stored, the key is shown once."""
 
@@ -215,6 +231,10 @@ class ApiKey(models.Model):
     agent = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys",
         help_text="Empty: the key works for every agent.",
+    )  # fmt: skip
+    scopes = models.JSONField(
+        default=list, blank=True, validators=[validate_key_scopes],
+        help_text="What the key may do besides calling agents (hub-wide keys only).",
     )  # fmt: skip
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
@@ -240,14 +260,25 @@ class ApiKey(models.Model):
         return f"user:{owner_id}" if owner_id else f"apikey:{pk}"
 
     @classmethod
-    def issue(cls, name: str, owner: Any = None, agent: Agent | None = None) -> tuple[ApiKey, str]:
+    def issue(
+        cls, name: str, owner: Any = None, agent: Agent | None = None,
+        scopes: list[str] | None = None,
+    ) -> tuple[ApiKey, str]:  # fmt: skip
         """Create a key and return it with its secret, which is not kept anywhere."""
         prefix = secrets.token_hex(6)
         raw = f"a2a_{prefix}_{secrets.token_urlsafe(32)}"
         key = cls.objects.create(
-            name=name, owner=owner, agent=agent, prefix=prefix, key_hash=hash_key(raw)
-        )
+            name=name, owner=owner, agent=agent, prefix=prefix, key_hash=hash_key(raw),
+            scopes=sorted(set(scopes or [])),
+        )  # fmt: skip
         return key, raw
+
+    def clean(self) -> None:
+        if self.agent_id is not None and self.scopes:
+            raise ValidationError({"scopes": KEY_BOUND_SCOPES})
+
+    def holds(self, scope: str) -> bool:
+        return scope in (self.scopes or [])
 
 
 def hash_key(raw: str) -> str:

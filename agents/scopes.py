@@ -3,6 +3,9 @@
 `a2a:invoke` reaches every agent the principal may call; `agent:<slug>` one agent, every
 skill of it; `skill:<slug>:<skill id>` one skill of one agent (calling the agent, and seeing
 that skill on its extended card). A token asked for without scopes gets `a2a:invoke`.
+Two scopes reach the hub rather than its agents, and are only granted when asked for:
+`registry` (register agents and manage one's own registrations) and `operator` (the
+operators' API, for a staff user's token).
 """
 
 from __future__ import annotations
@@ -10,10 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agents.models import Agent, Skill
+from agents.models import Agent, KeyScope, Skill
 
 INVOKE = "a2a:invoke"
+REGISTRY = KeyScope.REGISTRY.value
+OPERATOR = "operator"
 DEFAULT_SCOPES = [INVOKE]
+HUB_SCOPES = {
+    REGISTRY: "Register agents in the hub's registry and manage your registrations",
+    OPERATOR: "Use the operators' API (staff only)",
+}
 
 
 def agent_scope(slug: str) -> str:
@@ -26,7 +35,7 @@ def skill_scope(slug: str, skill_id: str) -> str:
 
 def all_scopes() -> dict[str, str]:
     """Every scope with its description (what the consent page shows)."""
-    scopes = {INVOKE: "Call the A2A agents you may call"}
+    scopes = {INVOKE: "Call the A2A agents you may call"} | HUB_SCOPES
     for slug, name in Agent.objects.filter(enabled=True).values_list("slug", "name"):
         scopes[agent_scope(slug)] = f"Call the agent {name}"
     for slug, skill_id, name in Skill.objects.filter(agent__enabled=True).values_list(

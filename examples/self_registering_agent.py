@@ -8,8 +8,10 @@ Killed outright, it leaves its registration to expire.
     python examples/self_registering_agent.py --hub http://127.0.0.1:8000 --key a2a_... \
         --port 9100 --ttl 60
 
-The hub calls it at http://127.0.0.1:<port>/, so a hub on the same machine needs
-OUTBOUND_ALLOWED_HOSTS=127.0.0.1.
+The key is a hub-wide API key holding the `registry` scope (tick it when creating the key in
+the admin), or an access token of the hub's authorization server with that scope (for
+instance a client-credentials token asked for with `scope=registry`). The hub calls it at
+http://127.0.0.1:<port>/, so a hub on the same machine needs OUTBOUND_ALLOWED_HOSTS=127.0.0.1.
 """
 
 from __future__ import annotations
@@ -136,7 +138,8 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hub", default=os.environ.get("A2A_HUB_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--key", default=os.environ.get("A2A_HUB_KEY", ""),
-                        help="a hub-wide API key (or A2A_HUB_KEY)")  # fmt: skip
+                        help="a hub-wide API key with the registry scope, or an OAuth2 "
+                             "access token of the hub holding it (or A2A_HUB_KEY)")  # fmt: skip
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9100)
     parser.add_argument("--name", default="Reverser")

@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from agents.cards import validate_agent_card
 from agents.forms import validate_executor_settings
-from agents.models import Agent, ApiKey, Skill
+from agents.models import KEY_BOUND_SCOPES, Agent, ApiKey, KeyScope, Skill
 from agents.validators import validate_security_requirements_reference
 from push.models import Delivery, DeliveryAttempt
 from registry.models import Registration
@@ -154,14 +154,24 @@ class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
         slug_field="slug", queryset=Agent.objects.all(), required=False, allow_null=True,
         help_text="Empty: the key works for every agent.",
     )  # fmt: skip
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=KeyScope.choices), required=False, default=list,
+        help_text="What a hub-wide key may do besides calling agents ('registry': register "
+        "agents). None unless chosen.",
+    )  # fmt: skip
     key = serializers.SerializerMethodField(help_text="The key's visible beginning.")
     active = serializers.SerializerMethodField()
 
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "owner", "agent", "key", "active", "created_at",
+        fields = ["id", "name", "owner", "agent", "scopes", "key", "active", "created_at",
                   "last_used_at", "revoked_at"]  # fmt: skip
         read_only_fields = ["id", "created_at", "last_used_at", "revoked_at"]
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if data.get("agent") is not None and data.get("scopes"):
+            raise serializers.ValidationError({"scopes": [KEY_BOUND_SCOPES]})
+        return data
 
     def get_key(self, key: ApiKey) -> str:
         return f"a2a_{key.prefix}_…"

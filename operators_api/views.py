@@ -26,7 +26,7 @@ from agents import audit
 from agents.lookup import forget_agents
 from agents.models import AccessVia, Agent, ApiKey
 from operators_api import errors
-from operators_api.auth import AUTHENTICATION, IsStaff, operator_name
+from operators_api.auth import AUTHENTICATION, IsOperator, operator_name
 from operators_api.errors import Conflict
 from operators_api.serializers import (
     AgentSerializer,
@@ -70,7 +70,7 @@ class ByRegistrationId(Pages):
 
 class OperatorView(viewsets.GenericViewSet[Any]):
     authentication_classes = AUTHENTICATION
-    permission_classes = [IsStaff]
+    permission_classes = [IsOperator]
     # The browsable pages use DRF's own static files: nothing is loaded from elsewhere.
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
 
@@ -147,7 +147,9 @@ class ApiKeyViewSet(
         incoming = ApiKeySerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
-        key, secret = ApiKey.issue(data["name"], data.get("owner"), data.get("agent"))
+        key, secret = ApiKey.issue(
+            data["name"], data.get("owner"), data.get("agent"), data.get("scopes")
+        )
         key.secret = secret  # type: ignore[attr-defined]  # this answer only; never stored
         return Response(NewApiKeySerializer(key).data, status=status.HTTP_201_CREATED)
 

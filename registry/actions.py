@@ -29,8 +29,13 @@ class Caller:
     """Who calls the registry API: `principal` owns what it registers."""
 
     principal: str
-    user: Any = None  # the API key's user, or the signed-in user
+    user: Any = None  # the API key's or token's user, or the signed-in user
     operator: bool = False
+    # A key's or token's scopes; None for a session (its user in person, who needs none).
+    scopes: frozenset[str] | None = None
+
+    def holds(self, scope: str) -> bool:
+        return self.scopes is None or scope in self.scopes
 
 
 class Refused(Exception):

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import cards
+from agents.scopes import REGISTRY
 from agents.views import public_base_url
 from registry import actions, errors, search
 from registry.actions import Caller, iso
@@ -103,7 +104,10 @@ class RegistryView(APIView):
     def caller(self) -> Caller:
         caller = caller_of(self.request)
         if caller is None:
-            raise ApiError(401, "Registering needs credentials: a hub API key as a bearer token.")
+            raise ApiError(401, "Registering needs credentials: a hub API key or an OAuth2 "
+                                "access token of the hub, as a bearer token.")  # fmt: skip
+        if not caller.holds(REGISTRY):
+            raise errors.insufficient_scope(REGISTRY, "Registering")
         return caller
 
     def registration(self, agent_id: str) -> Registration:
@@ -139,7 +143,11 @@ class AgentView(RegistryView):
     def get(self, request: Request, agent_id: str) -> Response:
         registration = self.registration(agent_id)
         caller = caller_of(request)
-        manager = caller is not None and actions.may_manage(registration, caller)
+        manager = (
+            caller is not None
+            and caller.holds(REGISTRY)
+            and actions.may_manage(registration, caller)
+        )
         if registration.is_expired() and not manager:
             raise ApiError(410, f"The registration of agent {agent_id!r} expired at "
                                 f"{iso(registration.expires_at)}.", "agentId")  # fmt: skip

@@ -22,27 +22,36 @@ CHALLENGE = 'Bearer realm="a2a-hub"'
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, field: str = "") -> None:
+    def __init__(self, status: int, message: str, field: str = "", challenge: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.field = field
+        self.challenge = challenge
 
 
-def error_response(status: int, message: str, field: str = "") -> Response:
+def insufficient_scope(scope: str, what: str) -> ApiError:
+    """RFC 6750's answer to a valid credential whose scopes do not reach the resource."""
+    return ApiError(
+        403, f"{what} takes a credential holding the {scope!r} scope; this one does not.",
+        challenge=f'{CHALLENGE}, error="insufficient_scope", scope="{scope}"',
+    )  # fmt: skip
+
+
+def error_response(status: int, message: str, field: str = "", challenge: str = "") -> Response:
     error: dict[str, Any] = {"code": status, "status": STATUS_NAMES.get(status, "UNKNOWN"),
                              "message": message}  # fmt: skip
     if field:
         error["field"] = field
     response = Response({"error": error}, status=status)
-    if status == 401:
-        response["WWW-Authenticate"] = CHALLENGE
+    if challenge or status == 401:
+        response["WWW-Authenticate"] = challenge or CHALLENGE
     return response
 
 
 def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
-        return error_response(exc.status, exc.message, exc.field)
+        return error_response(exc.status, exc.message, exc.field, exc.challenge)
     if isinstance(exc, BadSubmission):
         return error_response(exc.status, exc.message, exc.field)
     if isinstance(exc, Refused):

@@ -123,3 +123,29 @@ def test_a_revoked_key_no_longer_authenticates(
     key.refresh_from_db()
     assert key.revoked_at is not None
     assert send(client, agent, secret).status_code == 401
+
+
+def test_the_key_form_sets_scopes_and_the_list_shows_them(operator_client: Client) -> None:
+    form = operator_client.get(reverse("admin:agents_apikey_add")).content.decode()
+    assert 'name="scopes" value="registry"' in form
+    operator_client.post(
+        reverse("admin:agents_apikey_add"), {"name": "registrar", "scopes": ["registry"]}
+    )
+    operator_client.post(reverse("admin:agents_apikey_add"), {"name": "plain"})
+    assert ApiKey.objects.get(name="registrar").scopes == ["registry"]
+    assert ApiKey.objects.get(name="plain").scopes == []
+    listed = operator_client.get(reverse("admin:agents_apikey_changelist")).content.decode()
+    assert '<td class="field-scope_list">registry</td>' in listed
+
+
+def test_a_key_bound_to_an_agent_cannot_hold_scopes(
+    operator_client: Client, agent_factory: Any
+) -> None:
+    agent = agent_factory("bound")
+    response = operator_client.post(
+        reverse("admin:agents_apikey_add"),
+        {"name": "bound", "agent": agent.pk, "scopes": ["registry"]},
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert "cannot hold scopes" in response.content.decode()
+    assert not ApiKey.objects.exists()

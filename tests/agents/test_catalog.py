@@ -57,7 +57,7 @@ def test_catalog_lists_registered_agents_beside_hosted_ones(
     agent_factory: Any, client: Client, developer: Any
 ) -> None:
     agent_factory("hosted")
-    _, raw = ApiKey.issue("registrar", owner=developer)
+    _, raw = ApiKey.issue("registrar", owner=developer, scopes=["registry"])
     card = {"name": "Registered", "description": "Came by itself.", "version": "1.0.0",
             "supportedInterfaces": [{"url": "https://registered.example/a2a",
                                      "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],

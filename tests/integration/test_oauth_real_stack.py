@@ -7,8 +7,6 @@ of the first one's tasks."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from typing import Any
 
 import httpx
@@ -16,29 +14,12 @@ import pytest
 from a2a.utils.errors import TaskNotFoundError
 
 from tests.factories.messages import user_message
-from tests.helpers import ROOT
+from tests.integration.applications import application
 from tests.integration.clients import DOORS, Door, a2a_client, get, send, texts
 from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
 every_door = pytest.mark.parametrize("door", DOORS, ids=str)
-
-MAKE_APPLICATION = """
-import django, secrets, sys; django.setup()
-from oauth2_provider.models import Application
-secret = secrets.token_urlsafe(24)
-app = Application.objects.create(name=sys.argv[1], client_type="confidential",
-    authorization_grant_type="client-credentials", client_secret=secret)
-print(app.client_id, secret)
-"""
-
-
-def application(hub: Hub, name: str) -> tuple[str, str]:
-    """A client-credentials application made as an operator would (its secret shown once)."""
-    done = subprocess.run([sys.executable, "-c", MAKE_APPLICATION, name], cwd=ROOT, env=hub.env,
-                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
-    client_id, secret = done.stdout.split()[-2:]
-    return client_id, secret
 
 
 def token_endpoint(base: str) -> str:

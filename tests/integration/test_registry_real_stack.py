@@ -3,7 +3,9 @@ server in a process of its own) registers itself, appears in the AI Catalog and 
 the official SDK client completes tasks with it through the hub in both protocol versions.
 Killed, it stops heartbeating: its registration expires (a 3-second TTL, swept by Celery
 beat), it leaves the catalog and calls get the expiry error; restarted, it is back; stopped
-gracefully, it deregisters. Seed 003's request, posted as is, gets the seed's fields."""
+gracefully, it deregisters. Seed 003's request, posted as is, gets the seed's fields. Its key
+needs the `registry` scope; so does an application's client-credentials token from the hub's
+token endpoint, which registers, renews and deregisters."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from a2a.types import TaskState
 
 from tests.factories.messages import user_message
 from tests.helpers import ROOT, eventually, free_port
+from tests.integration.applications import application
 from tests.integration.clients import a2a_client, send, texts
 from tests.integration.small_hub import small_hub
 from tests.integration.stack import (
@@ -60,15 +63,16 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         yield running
 
 
-def issue_key(hub: Hub) -> str:
+def issue_key(hub: Hub, scopes: tuple[str, ...] = ("registry",)) -> str:
     """A hub-wide API key, written as the admin would write it."""
     prefix = secrets.token_hex(6)
     raw = f"a2a_{prefix}_{secrets.token_urlsafe(32)}"
     hub.query(
-        "INSERT INTO agents_apikey (name, prefix, key_hash, created_at) "
-        "VALUES (%s, %s, %s, now()) RETURNING id",
-        ("example agent", prefix, hashlib.sha256(raw.encode()).hexdigest()),
-    )
+        "INSERT INTO agents_apikey (name, prefix, key_hash, scopes, created_at) "
+        "VALUES (%s, %s, %s, %s::jsonb, now()) RETURNING id",
+        ("example agent", prefix, hashlib.sha256(raw.encode()).hexdigest(),
+         json.dumps(list(scopes))),
+    )  # fmt: skip
     return raw
 
 
@@ -161,3 +165,47 @@ def test_seed_003s_request_posted_as_is_gets_the_seeds_fields(hub: Hub) -> None:
     assert (body["status"], body["agentId"]) == ("registered", "weather-agent-001")
     card = httpx.get(body["discoveryUrl"], timeout=10).json()
     assert card["name"] == json.loads(SEED_003.read_text())["name"]
+
+
+def test_a_key_without_the_registry_scope_gets_403(hub: Hub) -> None:
+    raw = issue_key(hub, scopes=())
+    answer = httpx.post(f"{hub.web_a}/registry/agents", content=SEED_003.read_bytes(), timeout=10,
+                        headers={"Content-Type": "application/json",
+                                 "Authorization": f"Bearer {raw}"})  # fmt: skip
+    assert answer.status_code == 403
+    assert 'error="insufficient_scope", scope="registry"' in answer.headers["WWW-Authenticate"]
+
+
+def app_token(hub: Hub, client: tuple[str, str], scope: str) -> str:
+    metadata = httpx.get(f"{hub.web_a}/.well-known/oauth-authorization-server", timeout=10).json()
+    answer = httpx.post(metadata["token_endpoint"], data={"grant_type": "client_credentials",
+                        "scope": scope}, auth=client, timeout=10)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["scope"] == scope
+    token: str = answer.json()["access_token"]
+    return token
+
+
+def test_an_applications_token_with_the_registry_scope_registers_renews_and_deregisters(
+    hub: Hub,
+) -> None:
+    client = application(hub, "registering robot")
+    refused = app_token(hub, client, "a2a:invoke")
+    agents = f"{hub.web_a}/registry/agents"
+    body = json.loads(SEED_003.read_text()) | {"id": "robot-weather"}
+    answer = httpx.post(agents, json=body, headers={"Authorization": f"Bearer {refused}"},
+                        timeout=10)  # fmt: skip
+    assert answer.status_code == 403, answer.text
+
+    token = {"Authorization": f"Bearer {app_token(hub, client, 'registry')}"}
+    created = httpx.post(agents, json=body, headers=token, timeout=10)
+    assert created.status_code == 201, created.text
+    [(owner,)] = hub.query(
+        "SELECT owner_principal FROM registry_registration r JOIN agents_agent a "
+        "ON a.id = r.agent_id WHERE a.slug = 'robot-weather'"
+    )
+    assert owner.startswith("app:")
+    renewed = httpx.post(f"{agents}/robot-weather/heartbeat", headers=token, timeout=10)
+    assert renewed.status_code == 200 and renewed.json()["status"] == "registered"
+    assert httpx.delete(f"{agents}/robot-weather", headers=token, timeout=10).status_code == 204
+    assert httpx.get(f"{agents}/robot-weather", timeout=10).status_code == 404

@@ -11,6 +11,7 @@ from django.test import Client
 from agents.models import ApiKey
 from tests.factories.agents import make_agent
 from tests.operators_api.conftest import Api
+from tests.registry.conftest import CARD_V1, Registrar
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +60,32 @@ def test_a_key_needs_a_name(staff_api: Api) -> None:
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "name"
     assert not ApiKey.objects.exclude(name="operations script").exists()
+
+
+def test_a_new_key_has_no_scopes_unless_chosen_and_the_registry_scope_lets_it_register(
+    staff_api: Api, developer: User
+) -> None:
+    plain = staff_api.post("keys", {"name": "plain", "owner": developer.username})
+    assert plain.json()["scopes"] == []
+    chosen = staff_api.post(
+        "keys", {"name": "registrar", "owner": developer.username, "scopes": ["registry"]}
+    )
+    assert chosen.status_code == 201
+    assert chosen.json()["scopes"] == ["registry"]
+    assert staff_api.get(f"keys/{chosen.json()['id']}").json()["scopes"] == ["registry"]
+    assert Registrar(Client(), chosen.json()["secret"]).register(CARD_V1).status_code == 201
+    assert Registrar(Client(), plain.json()["secret"]).register(CARD_V1).status_code == 403
+
+
+def test_unknown_scopes_and_scopes_on_an_agents_key_are_refused_naming_the_field(
+    staff_api: Api,
+) -> None:
+    make_agent("bound")
+    unknown = staff_api.post("keys", {"name": "x", "scopes": ["root"]})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["field"] == "scopes[0]"
+    bound = staff_api.post("keys", {"name": "x", "agent": "bound", "scopes": ["registry"]})
+    assert bound.status_code == 400
+    assert bound.json()["error"]["field"] == "scopes"
+    assert "cannot hold scopes" in bound.json()["error"]["message"]
+    assert not ApiKey.objects.filter(name="x").exists()

@@ -52,7 +52,7 @@ def test_replay_queues_the_same_event_again(staff_api: Api) -> None:
 
 
 def test_registrations_are_read_and_revoked(staff_api: Api, developer: User) -> None:
-    registrar = Registrar(Client(), ApiKey.issue("agent", owner=developer)[1])
+    registrar = Registrar(Client(), ApiKey.issue("agent", owner=developer, scopes=["registry"])[1])
     assert registrar.register(CARD_V1).status_code == 201
     listed = staff_api.get("registrations").json()["results"]
     assert [(r["agent"], r["expired"]) for r in listed] == [("translator", False)]

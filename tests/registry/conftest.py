@@ -101,13 +101,13 @@ def bearer(raw: str) -> dict[str, str]:
 
 @pytest.fixture
 def owner_key(developer: User) -> str:
-    return ApiKey.issue("registering agent", owner=developer)[1]
+    return ApiKey.issue("registering agent", owner=developer, scopes=["registry"])[1]
 
 
 @pytest.fixture
 def rival_key(db: None) -> str:
     rival = User.objects.create_user("rival", "rival@example.com", "rival-pass-123")
-    return ApiKey.issue("rival's agent", owner=rival)[1]
+    return ApiKey.issue("rival's agent", owner=rival, scopes=["registry"])[1]
 
 
 class Registrar:

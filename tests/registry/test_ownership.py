@@ -62,7 +62,7 @@ def test_the_owner_changes_the_card_with_put(registered: Registration, owner: Re
 
 
 def test_another_key_of_the_same_user_may_renew(registered: Registration, developer: User) -> None:
-    _, second = ApiKey.issue("second key", owner=developer)
+    _, second = ApiKey.issue("second key", owner=developer, scopes=["registry"])
     assert Registrar(Client(), second).heartbeat("translator").status_code == 200
 
 
