@@ -50,7 +50,8 @@ test: lint imports typecheck migrations-check pytest
 # The property-based tests run far longer than in `make test` (50,000 cases each, not 1,500).
 fuzz: install-test
 	HYPOTHESIS_PROFILE=deep $(VENV)/bin/pytest -p no:cacheprovider -m "not integration" \
-		tests/protocol/test_fuzz_envelopes.py tests/protocol/test_fuzz_rest.py
+		tests/protocol/test_fuzz_envelopes.py tests/protocol/test_fuzz_rest.py \
+		tests/operators_api/test_schema_fuzz.py tests/registry/test_schema_fuzz.py
 
 # Not in `make test`: ten minutes of 1,000 open streams and 50 sends a second against a hub
 # of its own, then whether memory and connections stayed flat (bench/soak.py --help;

@@ -235,6 +235,9 @@ class DeliveryDetailSerializer(DeliverySerializer):
 class RegistrationSerializer(serializers.ModelSerializer[Registration]):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     expired = serializers.SerializerMethodField()
+    # Empty for a card sent in the body: the schema must say so (DRF drops allow_blank from
+    # the read-only field it would make).
+    card_url = serializers.URLField(read_only=True, allow_blank=True)
 
     class Meta:
         model = Registration
