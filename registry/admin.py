@@ -33,7 +33,7 @@ class ExpiryFilter(admin.SimpleListFilter):
 @admin.register(Registration)
 class RegistrationAdmin(admin.ModelAdmin):
     list_display = ("agent", "registration_id", "owner_principal", "expires_at", "state",
-                    "health", "checked_at", "source")  # fmt: skip
+                    "health", "checked_at", "last_error", "source")  # fmt: skip
     list_filter = (ExpiryFilter, "health", "source")
     search_fields = ("agent__slug", "registration_id", "owner_principal")
     readonly_fields = (
