@@ -480,6 +480,9 @@ REGISTRY_MAX_TTL_SECONDS = env_int("REGISTRY_MAX_TTL_SECONDS", 86400, 1, 365 * 8
 REGISTRY_PURGE_AFTER_SECONDS = env_int("REGISTRY_PURGE_AFTER_SECONDS", 86400, 0, 365 * 86400)
 REGISTRY_SWEEP_SECONDS = env_float("REGISTRY_SWEEP_SECONDS", 30.0, 0.1, 3600.0)
 REGISTRY_MAX_BODY_BYTES = env_int("REGISTRY_MAX_BODY_BYTES", 512 * 1024, 1024, 16 * 1024 * 1024)
+# Active health checks: a live registration's remote card is read at most this often (0: never;
+# then health is only what heartbeats of card-URL registrations find).
+REGISTRY_HEALTH_SECONDS = env_float("REGISTRY_HEALTH_SECONDS", 0.0, 0.0, 7 * 86400.0)
 if REGISTRY_DEFAULT_TTL_SECONDS > REGISTRY_MAX_TTL_SECONDS:
     raise ImproperlyConfigured(
         f"REGISTRY_DEFAULT_TTL_SECONDS ({REGISTRY_DEFAULT_TTL_SECONDS}) must not be over "

@@ -1,5 +1,6 @@
 """App configuration for `registry`: it explains expired agents to the A2A doors (through
-agents.lookup's hook) and sweeps expired registrations as a periodic job."""
+agents.lookup's hook), sweeps expired registrations and checks the health of live ones as
+periodic jobs."""
 
 from __future__ import annotations
 
@@ -19,3 +20,6 @@ class RegistryConfig(AppConfig):
         if actions.explain_absence not in lookup.ABSENCE_EXPLAINERS:
             lookup.ABSENCE_EXPLAINERS.append(actions.explain_absence)
         schedule.register(jobs.sweep_registrations, lambda: settings.REGISTRY_SWEEP_SECONDS)
+        # Runs as often as the sweep; each registration is read at most every
+        # REGISTRY_HEALTH_SECONDS, and not at all when that is 0.
+        schedule.register(jobs.check_registrations, lambda: settings.REGISTRY_SWEEP_SECONDS)

@@ -1,6 +1,7 @@
 """The registry end to end on the real stack: the example agent (examples/, the official SDK's
 server in a process of its own) registers itself, appears in the AI Catalog and in search, and
-the official SDK client completes tasks with it through the hub in both protocol versions.
+the official SDK client completes tasks with it through the hub in both protocol versions;
+beat's health check finds its card answering.
 Killed, it stops heartbeating: its registration expires (a 3-second TTL, swept by Celery
 beat), it leaves the catalog and calls get the expiry error; restarted, it is back; stopped
 gracefully, it deregisters. Seed 003's request, posted as is, gets the seed's fields. Its key
@@ -51,7 +52,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """A web process, a worker and beat (which sends the expiry sweep every half second)."""
     name = f"a2ahub_registry_{uuid.uuid4().hex[:10]}"
     settings = {"OUTBOUND_ALLOWED_HOSTS": "127.0.0.1", "REGISTRY_SWEEP_SECONDS": "0.5",
-                "AGENT_CACHE_SECONDS": "0.5"}  # fmt: skip
+                "AGENT_CACHE_SECONDS": "0.5", "REGISTRY_HEALTH_SECONDS": "1"}  # fmt: skip
     with ExitStack() as cleanup:
         redis_url = claim_redis_database(name)
         cleanup.callback(release_redis_database, redis_url, name)
@@ -129,9 +130,19 @@ def send_raw(hub: Hub) -> dict[str, Any]:
     return dict(answer.json())
 
 
+def health_of(hub: Hub, slug: str) -> str:
+    rows = hub.query(
+        "SELECT r.health FROM registry_registration r JOIN agents_agent a ON a.id = r.agent_id "
+        "WHERE a.slug = %s", (slug,),
+    )  # fmt: skip
+    return str(rows[0][0]) if rows else ""
+
+
 def test_the_example_registers_serves_expires_and_comes_back(hub: Hub, example: Example) -> None:
     example.start()
     assert eventually(lambda: "Reverser" in catalog_names(hub), timeout=30), example.log.read_text()
+    # Beat's health check reads the card the SDK's server publishes at its origin.
+    assert eventually(lambda: health_of(hub, "reverser") == "ok", timeout=30)
     found = httpx.get(f"{hub.web_a}/registry/agents?q=revers&skill=reverse", timeout=10).json()
     assert [a["agentId"] for a in found["agents"]] == ["reverser"]
 
