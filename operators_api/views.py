@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.http import QueryDict
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -40,7 +41,7 @@ from operators_api.serializers import (
 from push import engine
 from push.models import Delivery, DeliveryState
 from registry import actions as registry_actions
-from registry.errors import ApiError
+from registry.errors import ApiError, refuse_uncarriable
 from registry.models import Registration
 from tasks.admin import cancel_all
 from tasks.models import Task, TaskState
@@ -76,6 +77,14 @@ class OperatorView(viewsets.GenericViewSet[Any]):
 
     def get_exception_handler(self) -> Any:
         return errors.handle
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        refuse_uncarriable(kwargs | request.query_params.dict(), "path")
+        data = request.data
+        if isinstance(data, QueryDict):  # a form: each field's value, or its values
+            data = {name: v[0] if len(v) == 1 else v for name, v in data.lists()}
+        refuse_uncarriable(data)
 
 
 def filter_param(name: str, description: str, enum: list[str] | None = None) -> OpenApiParameter:

@@ -45,9 +45,11 @@ def read_json(request: Request) -> Any:
     if len(body) > limit:
         raise too_large
     try:
-        return json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+        document = json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise ApiError(400, "The body is not valid JSON.", "body") from None
+    errors.refuse_uncarriable(document)
+    return document
 
 
 def entry(registration: Registration, base: str, full: bool = False) -> dict[str, Any]:
@@ -96,6 +98,10 @@ class RegistryView(APIView):
 
     def get_exception_handler(self) -> Any:
         return errors.handle
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        errors.refuse_uncarriable(kwargs | request.query_params.dict(), "path")
 
     def base(self) -> str:
         request: HttpRequest = self.request._request

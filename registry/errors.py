@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from a2ahub.uncarriable import first_uncarriable, problem
 from registry.actions import Refused
 from registry.shapes import BadSubmission
 
@@ -36,6 +37,17 @@ def insufficient_scope(scope: str, what: str) -> ApiError:
         403, f"{what} takes a credential holding the {scope!r} scope; this one does not.",
         challenge=f'{CHALLENGE}, error="insufficient_scope", scope="{scope}"',
     )  # fmt: skip
+
+
+def refuse_uncarriable(document: Any, where: str = "body") -> None:
+    """400 naming the first string (of a body, or of the path and query parameters) the hub
+    cannot carry: U+0000, which PostgreSQL cannot store or compare, or a lone surrogate.
+    Found before any of it reaches a query, so every database gives the same answer."""
+    found = first_uncarriable(document)
+    if found is not None:
+        path, text, is_name = found
+        field = path or where
+        raise ApiError(400, f"{field} {problem(text, is_name)}.", field)
 
 
 def error_response(status: int, message: str, field: str = "", challenge: str = "") -> Response:

@@ -68,7 +68,7 @@ def decode_cursor(cursor: str) -> str:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         slug = base64.b64decode(padded, altchars=b"-_", validate=True).decode()
-        if slug:
+        if slug and "\x00" not in slug:
             return slug
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass

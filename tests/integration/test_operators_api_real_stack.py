@@ -54,8 +54,8 @@ def staff_key(hub: Hub) -> str:
     prefix = secrets.token_hex(6)
     raw = f"a2a_{prefix}_{secrets.token_urlsafe(32)}"
     hub.query(
-        "INSERT INTO agents_apikey (name, owner_id, prefix, key_hash, created_at) "
-        "VALUES (%s, %s, %s, %s, now()) RETURNING id",
+        "INSERT INTO agents_apikey (name, owner_id, prefix, key_hash, scopes, created_at) "
+        "VALUES (%s, %s, %s, %s, '[]', now()) RETURNING id",
         ("operations", user_id, prefix, hashlib.sha256(raw.encode()).hexdigest()),
     )
     return raw

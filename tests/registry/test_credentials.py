@@ -116,3 +116,14 @@ def test_searching_needs_no_scope_but_a_bad_token_is_still_refused() -> None:
     registrar, _ = app_registrar("a2a:invoke")
     assert registrar.search().status_code == 200
     assert Registrar(Client(), "made-up").search().status_code == 401
+
+
+def test_a_staff_users_token_is_an_operator_only_with_the_operator_scope(
+    owner: Registrar, operator: User
+) -> None:
+    assert owner.register(CARD_V1).status_code == 201
+    plain = Registrar(Client(), user_token(operator, scope="registry")["access_token"])
+    assert plain.delete("translator").status_code == 403
+    operating = Registrar(Client(), user_token(operator, scope="registry operator")["access_token"])
+    assert operating.delete("translator").status_code == 204
+    assert not Agent.objects.filter(slug="translator").exists()
