@@ -3,9 +3,13 @@ change or remove a registration."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, ApiKey
 from registry.models import Registration
@@ -79,3 +83,24 @@ def test_the_owner_deregisters_and_the_agent_is_gone(
     assert owner.delete("translator").status_code == 204
     assert client.get("/agents/translator/.well-known/agent-card.json").status_code == 404
     assert owner.get("translator").status_code == 404
+
+
+def test_a_keys_last_use_is_written_once_a_minute_not_on_every_call(
+    owner: Registrar, registered: Registration, developer: User
+) -> None:
+    key = ApiKey.objects.get(owner=developer)
+    first = key.last_used_at
+    assert first is not None  # the registration was a use
+
+    with CaptureQueriesContext(connection) as queries:
+        assert owner.heartbeat(registered.agent.slug).status_code == 200
+    updates_of_keys = [q for q in queries.captured_queries
+                       if q["sql"].startswith("UPDATE") and "apikey" in q["sql"]]  # fmt: skip
+    assert updates_of_keys == []
+    key.refresh_from_db()
+    assert key.last_used_at == first
+
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=first - timedelta(minutes=5))
+    assert owner.heartbeat(registered.agent.slug).status_code == 200
+    key.refresh_from_db()
+    assert key.last_used_at > first
