@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
-from agents.models import ApiKey
+from agents.models import Access, ApiKey
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +69,25 @@ def test_catalog_lists_registered_agents_beside_hosted_ones(
                 HTTP_AUTHORIZATION=f"Bearer {raw}")  # fmt: skip
     names = [e["displayName"] for e in catalog(client)["entries"]]
     assert names == ["hosted".title(), "Registered"]
+
+
+def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_card(
+    agent_factory: Any, client: Client
+) -> None:
+    # Who may call an agent is not whether it is listed: a public agent open to one group is
+    # still in the catalog with its card readable by anyone; a private one stays out.
+    team = Group.objects.create(name="team")
+    for slug, public in (("team-public", True), ("team-private", False)):
+        agent = agent_factory(slug, public=public, access=Access.LISTED)
+        agent.allowed_groups.add(team)
+
+    entries = catalog(client)["entries"]
+    assert [entry["identifier"] for entry in entries] == [
+        "urn:a2a-hub:testserver:agent:team-public"
+    ]
+    card = client.get("/agents/team-public/.well-known/agent-card.json")
+    assert card.status_code == 200
+    assert card.json()["name"]
+    # The card is not the door: calling it still needs a member's credential.
+    refused = client.post("/agents/team-public/jsonrpc/", "{}", content_type="application/json")
+    assert refused.status_code == 401
