@@ -9,12 +9,10 @@ with fresh randomness."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
@@ -25,12 +23,11 @@ from registry.models import Registration
 from tests.factories.agents import make_agent
 from tests.factories.push import stored_delivery
 from tests.factories.tasks import ended, open_task
+from tests.schema_fuzzing import TIMEOUT, fuzz
 
-DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
-EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", 1000 if DEEP else 12))
 CHECKS = [not_a_server_error, response_schema_conformance]
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(0 if DEEP else 300)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(TIMEOUT)]
 
 
 def seed_objects() -> dict[tuple[str, str], Any]:
@@ -65,25 +62,6 @@ def strategies(operation: Any, known: dict[tuple[str, str], Any]) -> Any:
     return st.one_of(cases)
 
 
-def fuzz(operation: Any, strategy: Any, base_url: str, headers: dict[str, str]) -> str | None:
-    """The first failure schemathesis finds for one operation, shrunk, or None."""
-
-    @given(case=strategy)
-    @settings(
-        max_examples=EXAMPLES, derandomize=not DEEP, database=None, deadline=None,
-        suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
-    )  # fmt: skip
-    def run(case: Any) -> None:
-        response = case.call(base_url=base_url, headers=headers)
-        case.validate_response(response, checks=CHECKS)
-
-    try:
-        run()
-    except (Exception, BaseExceptionGroup) as exc:  # a report of schemathesis: list them all
-        return f"{operation.label}: {exc}"
-    return None
-
-
 def test_no_operation_answers_with_a_server_error(live_server: Any, operator: Any) -> None:
     known = seed_objects()
     headers = {"Authorization": f"Bearer {ApiKey.issue('fuzzer', owner=operator)[1]}"}
@@ -93,6 +71,10 @@ def test_no_operation_answers_with_a_server_error(live_server: Any, operator: An
     failures = [
         failure
         for operation in operations
-        if (failure := fuzz(operation, strategies(operation, known), live_server.url, headers))
+        if (
+            failure := fuzz(
+                operation, strategies(operation, known), live_server.url, headers, CHECKS
+            )
+        )
     ]
     assert not failures, "\n\n".join(failures)

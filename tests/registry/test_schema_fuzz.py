@@ -11,24 +11,20 @@ here; `make fuzz` (HYPOTHESIS_PROFILE=deep) runs many more cases with fresh rand
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 import schemathesis
 from django.contrib.auth.models import User
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from agents.models import ApiKey
 from tests.registry.conftest import CARD_V1, SEED_003, Registrar
+from tests.schema_fuzzing import TIMEOUT, fuzz
 
-DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
-EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", 1000 if DEEP else 12))
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(0 if DEEP else 300)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(TIMEOUT)]
 
 URLS = {"type": "string", "enum": ["https://translator.example/a2a", "http://127.0.0.1:9/a2a"]}
 STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -119,25 +115,6 @@ def strategies(operation: Any, agent_ids: list[str]) -> Any:
     return st.one_of(cases)
 
 
-def fuzz(operation: Any, strategy: Any, base_url: str, headers: dict[str, str]) -> str | None:
-    """The first failure schemathesis finds for one operation, shrunk, or None."""
-
-    @given(case=strategy)
-    @settings(
-        max_examples=EXAMPLES, derandomize=not DEEP, database=None, deadline=None,
-        suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
-    )  # fmt: skip
-    def run(case: Any) -> None:
-        response = case.call(base_url=base_url, headers=headers)
-        case.validate_response(response, checks=[not_a_server_error])
-
-    try:
-        run()
-    except (Exception, BaseExceptionGroup) as exc:  # a report of schemathesis: list them all
-        return f"{operation.label}: {exc}"
-    return None
-
-
 def test_no_registry_operation_answers_with_a_server_error(
     live_server: Any, owner: Registrar, rival: Registrar, settings: Any
 ) -> None:
@@ -153,6 +130,14 @@ def test_no_registry_operation_answers_with_a_server_error(
     failures = [
         failure
         for operation in operations
-        if (failure := fuzz(operation, strategies(operation, agent_ids), live_server.url, headers))
+        if (
+            failure := fuzz(
+                operation,
+                strategies(operation, agent_ids),
+                live_server.url,
+                headers,
+                [not_a_server_error],
+            )
+        )
     ]
     assert not failures, "\n\n".join(failures)
