@@ -74,6 +74,16 @@ class Engine:
         self.db_calls = 0
         self.stopping = False
 
+    @property
+    def idle(self) -> bool:
+        """Nothing under way: no queue worked, no outcome or release unwritten, no wake-up
+        or batch waiting, no database call (read from any thread: a snapshot)."""
+        pending = (self.woken is not None and self.woken.is_set()) or (
+            self.to_write is not None and self.to_write.is_set()
+        )
+        busy = self.running or self.outcomes or self.releases or self.unwritten
+        return not (busy or pending or self.db_calls)
+
     # -- waking ----------------------------------------------------------------------------
 
     def wake(self) -> None:
@@ -340,6 +350,17 @@ def stop(timeout: float = 10.0) -> None:
             done.result(timeout + 5)
         except Exception:
             logger.exception("push: the engine did not stop cleanly")
+
+
+def wait_idle(timeout: float = 10.0) -> bool:
+    """Whether this process's engine (if it has one) is at rest, waiting up to `timeout` for
+    it: what a test needs before its data is deleted under the engine's writes."""
+    deadline = time.monotonic() + timeout
+    while _engine is not None and not _engine.idle:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def wake() -> None:

@@ -68,6 +68,17 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def push_engine_at_rest() -> Iterator[None]:
+    """A test that sent webhooks through this process's delivery engine ends once the engine
+    has written what it sent: its last batch racing the test database's flush deadlocked it
+    (and left the test's rows for the next test)."""
+    yield
+    from push import engine
+
+    assert engine.wait_idle(30), "the in-process push engine did not come to rest"
+
+
+@pytest.fixture(autouse=True)
 def audit_counts_of_this_test_only(settings: Any) -> Iterator[None]:
     """Calls counted for the audit log reach the database when a test flushes them, never
     from this process's heartbeat thread (a test that imported the ASGI app started one) in the
