@@ -3,12 +3,22 @@ worker under it: lighter to start than the session's two of each with beat."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from tests.helpers import wait_for_http
-from tests.integration.stack import Hub, hub_env, prepare_database
+from tests.integration.stack import (
+    Hub,
+    claim_redis_database,
+    create_database,
+    drop_database,
+    hub_env,
+    postgres_url,
+    prepare_database,
+    release_redis_database,
+)
 
 
 @contextmanager
@@ -31,3 +41,16 @@ def small_hub(
         yield running
     finally:
         running.stop()
+
+
+@contextmanager
+def own_small_hub(prefix: str, root: Path, settings: dict[str, str] | None = None) -> Iterator[Hub]:
+    """`small_hub` on a PostgreSQL database and a Redis database of its own, both made for the
+    block and given back after it."""
+    name = f"a2ahub_{prefix}_{uuid.uuid4().hex[:10]}"
+    with ExitStack() as cleanup:
+        redis_url = claim_redis_database(name)
+        cleanup.callback(release_redis_database, redis_url, name)
+        create_database(name)
+        cleanup.callback(drop_database, name)
+        yield cleanup.enter_context(small_hub(postgres_url(name), redis_url, root, settings))

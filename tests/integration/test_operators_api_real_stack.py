@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import secrets
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -19,29 +17,16 @@ from openapi_spec_validator import validate
 
 from tests.factories.messages import user_message
 from tests.integration.clients import a2a_client, read_task, send, wait_for_state
-from tests.integration.small_hub import small_hub
-from tests.integration.stack import (
-    Hub,
-    claim_redis_database,
-    create_database,
-    drop_database,
-    postgres_url,
-    release_redis_database,
-)
+from tests.integration.small_hub import own_small_hub
+from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    name = f"a2ahub_api_{uuid.uuid4().hex[:10]}"
-    with ExitStack() as cleanup:
-        redis_url = claim_redis_database(name)
-        cleanup.callback(release_redis_database, redis_url, name)
-        create_database(name)
-        cleanup.callback(drop_database, name)
-        root = tmp_path_factory.mktemp("operators-api")
-        yield cleanup.enter_context(small_hub(postgres_url(name), redis_url, root))
+    with own_small_hub("api", tmp_path_factory.mktemp("operators-api")) as running:
+        yield running
 
 
 def staff_key(hub: Hub) -> str:

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,8 @@ from tests.factories.messages import user_message
 from tests.helpers import ROOT, eventually, free_port
 from tests.integration.applications import application
 from tests.integration.clients import a2a_client, send, texts
-from tests.integration.small_hub import small_hub
-from tests.integration.stack import (
-    Hub,
-    claim_redis_database,
-    create_database,
-    drop_database,
-    postgres_url,
-    release_redis_database,
-)
+from tests.integration.small_hub import own_small_hub
+from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
 
@@ -50,16 +42,9 @@ SEED_003 = ROOT / "tests" / "fixtures" / "registry" / "seed-003-registration.jso
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """A web process, a worker and beat (which sends the expiry sweep every half second)."""
-    name = f"a2ahub_registry_{uuid.uuid4().hex[:10]}"
     settings = {"OUTBOUND_ALLOWED_HOSTS": "127.0.0.1", "REGISTRY_SWEEP_SECONDS": "0.5",
                 "AGENT_CACHE_SECONDS": "0.5", "REGISTRY_HEALTH_SECONDS": "1"}  # fmt: skip
-    with ExitStack() as cleanup:
-        redis_url = claim_redis_database(name)
-        cleanup.callback(release_redis_database, redis_url, name)
-        create_database(name)
-        cleanup.callback(drop_database, name)
-        root = tmp_path_factory.mktemp("registry")
-        running = cleanup.enter_context(small_hub(postgres_url(name), redis_url, root, settings))
+    with own_small_hub("registry", tmp_path_factory.mktemp("registry"), settings) as running:
         running.start_beat()
         yield running
 

@@ -4,9 +4,7 @@ worker, with that request's id, so one id finds a request's lines in every proce
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -16,16 +14,8 @@ from tests.factories.envelopes import rpc_body
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1
 from tests.helpers import eventually
-from tests.integration.small_hub import small_hub
-from tests.integration.stack import (
-    Hub,
-    Process,
-    claim_redis_database,
-    create_database,
-    drop_database,
-    postgres_url,
-    release_redis_database,
-)
+from tests.integration.small_hub import own_small_hub
+from tests.integration.stack import Hub, Process
 
 pytestmark = pytest.mark.integration
 
@@ -33,16 +23,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """(Named `hub`, as the session's is: a failing test's report then carries its logs.)"""
-    name = f"a2ahub_logs_{uuid.uuid4().hex[:10]}"
-    with ExitStack() as cleanup:
-        redis_url = claim_redis_database(name)
-        cleanup.callback(release_redis_database, redis_url, name)
-        create_database(name)
-        cleanup.callback(drop_database, name)
-        root = tmp_path_factory.mktemp("request-logs")
-        yield cleanup.enter_context(
-            small_hub(postgres_url(name), redis_url, root, {"LOG_FORMAT": "json"})
-        )
+    root = tmp_path_factory.mktemp("request-logs")
+    with own_small_hub("logs", root, {"LOG_FORMAT": "json"}) as running:
+        yield running
 
 
 def lines_of(process: Process, request_id: str) -> list[dict[str, Any]]:
