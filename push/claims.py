@@ -1,12 +1,14 @@
 """Which delivery queues a process works: a config's queue is held under a lease
 (`PushNotificationConfig.lease_until`), so one process at a time sends its deliveries, one after
-another. A delivery engine claims many due queues in one statement, loads the first deliveries
-of all of them in one query, renews its leases together and releases them together.
+another. A delivery engine claims many due queues at once, with their first deliveries,
+renews its leases together and releases them together.
 
 A queue is due when its first pending delivery is (a retry waits for its time, and everything
-after it waits too). On PostgreSQL the claim is one `UPDATE ... FROM (SELECT ... FOR UPDATE
-SKIP LOCKED) RETURNING`, so engines in several processes never wait on each other; elsewhere
-(SQLite, embedded: one process) a read and a conditional update in one transaction.
+after it waits too). On PostgreSQL the claim is one statement (`UPDATE ... FROM (SELECT ... FOR
+UPDATE SKIP LOCKED) RETURNING`, joined to the configs' tasks and first deliveries), so engines
+in several processes never wait on each other, and a wake-up is one round trip from the first
+webhook; elsewhere (SQLite, embedded: one process) a read and a conditional update in one
+transaction, then the configs and deliveries in two queries.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from django.utils import timezone
 
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks.columns import column, table
+from tasks.models import Task, TaskEvent
 
 # Deliveries of one queue loaded per claim: a long queue is released after them and claimed
 # again, so queues with a backlog take turns with the others.
@@ -79,23 +82,32 @@ def claim(limit: int) -> list[Claimed]:
     """Claim up to `limit` due queues no one holds; their configs and first deliveries."""
     now = timezone.now()
     if connection.vendor == "postgresql":
-        leases = claim_on_postgresql(now, limit)
-    else:
-        leases = claim_portably(now, limit)
-    return load(leases)
+        return claim_on_postgresql(now, limit)
+    return load(claim_portably(now, limit))
+
+
+def c(name: str) -> str:
+    return column(PushNotificationConfig, name)
+
+
+def d(name: str) -> str:
+    return column(Delivery, name)
+
+
+def pending_rows_sql(alias: str) -> str:
+    """The columns of `Item` for deliveries `alias` joined to their event `e`: the event as
+    the text the database keeps (a 1.0 body with no decoding and encoding)."""
+    names = ("id", "config", "sequence", "attempts", "next_attempt_at", "created_at", "test")
+    return ", ".join(f"{alias}.{d(n)}" for n in names) + f", e.{column(TaskEvent, 'payload')}::text"
 
 
 @cache
 def claim_sql() -> str:
-    config, delivery = table(PushNotificationConfig), table(Delivery)
-
-    def c(name: str) -> str:
-        return column(PushNotificationConfig, name)
-
-    def d(name: str) -> str:
-        return column(Delivery, name)
-
+    """The claim, the configs claimed and the first WINDOW pending deliveries of each, in one
+    statement: a config with none comes back once, its delivery columns NULL."""
+    config, delivery, event = table(PushNotificationConfig), table(Delivery), table(TaskEvent)
     free = f"c.{c('active')} AND (c.{c('lease_until')} IS NULL OR c.{c('lease_until')} < %(now)s)"
+    target = ("url", "token", "auth_scheme", "auth_credentials", "protocol_version", "task")
     return f"""
     WITH due AS (
         SELECT d.{d("config")} AS config FROM {delivery} d
@@ -111,19 +123,42 @@ def claim_sql() -> str:
                  ORDER BY h.{d("sequence")}, h.{d("created_at")} LIMIT 1) <= %(now)s
          LIMIT %(limit)s
            FOR UPDATE OF c SKIP LOCKED
+    ), claimed AS (
+        UPDATE {config} c SET {c("lease_until")} = %(until)s FROM free
+         WHERE c.{c("id")} = free.id
+        RETURNING c.{c("id")} AS id, free.held_until IS NOT NULL AS lapsed,
+                  {", ".join(f"c.{c(n)}" for n in target)}
     )
-    UPDATE {config} c SET {c("lease_until")} = %(until)s FROM free
-     WHERE c.{c("id")} = free.id
-    RETURNING c.{c("id")}, free.held_until IS NOT NULL
+    SELECT k.*, t.{column(Task, "client_id")}, w.*
+      FROM claimed k
+      JOIN {table(Task)} t ON t.{column(Task, "id")} = k.{c("task")}
+      LEFT JOIN LATERAL (
+        SELECT {pending_rows_sql("p")} FROM {delivery} p
+          JOIN {event} e ON e.{column(TaskEvent, "id")} = p.{d("event")}
+         WHERE p.{d("config")} = k.id AND p.{d("state")} = %(pending)s
+         ORDER BY p.{d("sequence")}, p.{d("created_at")} LIMIT %(window)s
+      ) w ON true
     """
 
 
-def claim_on_postgresql(now: datetime, limit: int) -> dict[int, bool]:
-    params: dict[str, Any] = {"now": now, "until": lease_end(now), "pending": DeliveryState.PENDING,
-                              "scan": limit * SCAN_FACTOR, "limit": limit}  # fmt: skip
+def claim_on_postgresql(now: datetime, limit: int) -> list[Claimed]:
+    params: dict[str, Any] = {"now": now, "until": lease_end(now), "scan": limit * SCAN_FACTOR,
+                              "limit": limit, "window": WINDOW,
+                              "pending": DeliveryState.PENDING}  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(claim_sql(), params)
-        return {int(pk): bool(lapsed) for pk, lapsed in cursor.fetchall()}
+        rows = cursor.fetchall()
+    queues: dict[int, Claimed] = {}
+    for pk, lapsed, url, token, scheme, credentials, version, task_id, client_id, *item in rows:
+        queue = queues.get(pk)
+        if queue is None:
+            target = Target(pk, url, token, scheme, credentials, version, str(task_id), client_id)
+            queue = queues[pk] = Claimed(target, [], bool(lapsed))
+        if item[0] is not None:
+            queue.items.append(Item(*item))
+    for queue in queues.values():  # the lateral join's order is not the result's
+        queue.items.sort(key=lambda i: (i.sequence, i.created_at))
+    return list(queues.values())
 
 
 def claim_portably(now: datetime, limit: int) -> dict[int, bool]:
@@ -153,8 +188,8 @@ def claim_portably(now: datetime, limit: int) -> dict[int, bool]:
 
 
 def load(leases: dict[int, bool]) -> list[Claimed]:
-    """The configs of the claimed queues and the first WINDOW pending deliveries of each,
-    in two queries whatever their number."""
+    """The configs of the queues claimed (elsewhere than on PostgreSQL) and the first WINDOW
+    pending deliveries of each, in two queries whatever their number."""
     if not leases:
         return []
     rows = PushNotificationConfig.objects.filter(pk__in=leases).values_list(
@@ -199,6 +234,12 @@ def first_deliveries(config_ids: list[int]) -> list[tuple]:
 def more(config_id: int, handled: list[uuid.UUID]) -> list[Item]:
     """The deliveries of a queue still held that came after its window was loaded (events
     committed while it was sent): those pending, but for the ones already sent."""
+    limit = max(WINDOW - len(handled), 0)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(more_sql(), {"config": config_id, "pending": DeliveryState.PENDING,
+                                        "handled": handled, "limit": limit})  # fmt: skip
+            return [Item(*row) for row in cursor.fetchall()]
     body = Cast("event__payload", output_field=TextField())
     rows = (
         Delivery.objects.filter(config_id=config_id, state=DeliveryState.PENDING)
@@ -206,9 +247,23 @@ def more(config_id: int, handled: list[uuid.UUID]) -> list[Item]:
         .exclude(pk__in=handled)
         .order_by("sequence", "created_at")
         .annotate(body=body)
-        .values_list(*ITEM_FIELDS)[: max(WINDOW - len(handled), 0)]
+        .values_list(*ITEM_FIELDS)[:limit]
     )
     return [Item(*row) for row in rows]
+
+
+@cache
+def more_sql() -> str:
+    """`more` as one statement of fixed text (the ORM took longer to compile it than
+    PostgreSQL to answer it)."""
+    return f"""
+    SELECT {pending_rows_sql("p")} FROM {table(Delivery)} p
+      JOIN {table(PushNotificationConfig)} c ON c.{c("id")} = p.{d("config")}
+      JOIN {table(TaskEvent)} e ON e.{column(TaskEvent, "id")} = p.{d("event")}
+     WHERE p.{d("config")} = %(config)s AND p.{d("state")} = %(pending)s AND c.{c("active")}
+       AND NOT (p.{d("id")} = ANY(%(handled)s))
+     ORDER BY p.{d("sequence")}, p.{d("created_at")} LIMIT %(limit)s
+    """
 
 
 def renew(config_ids: list[int]) -> None:
