@@ -10,6 +10,7 @@ from django.db import transaction
 
 from a2ahub.errors import invalid_params
 from push.models import PushNotificationConfig
+from tasks.columns import field
 from tasks.models import Task
 
 MAX_CONFIGS_PER_TASK = 10
@@ -17,12 +18,29 @@ INBOX_PATH = "/push/inbox/"
 DEFAULT_ID = "default"
 
 
+# The fields of a config a client gives, by the name the error names, and where they are kept.
+STORED_AS = {"id": "config_id", "url": "url", "token": "token",
+             "authentication.scheme": "auth_scheme",
+             "authentication.credentials": "auth_credentials"}  # fmt: skip
+
+
+def fields_given(config: pb.TaskPushNotificationConfig) -> list[tuple[str, str]]:
+    return [("id", config.id), ("url", config.url), ("token", config.token),
+            ("authentication.scheme", config.authentication.scheme),
+            ("authentication.credentials", config.authentication.credentials)]  # fmt: skip
+
+
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
-    """Refuse a webhook URL the hub must not call (private addresses and the like)."""
+    """Refuse a webhook URL the hub must not call (private addresses and the like), and a
+    field longer than the hub keeps."""
     from a2ahub.outbound import UnsafeURL, check_url, is_own_origin
 
     if not config.url:
         raise invalid_params("url", "is required")
+    for name, value in fields_given(config):
+        limit = field(PushNotificationConfig, STORED_AS[name]).max_length
+        if limit is not None and len(value) > limit:
+            raise invalid_params(name, f"must be at most {limit} characters")
     if is_own_origin(config.url) and not urlsplit(config.url).path.startswith(INBOX_PATH):
         raise invalid_params("url", "on this hub, only its webhook inbox may receive deliveries")
     try:

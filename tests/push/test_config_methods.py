@@ -268,3 +268,29 @@ def test_an_inline_config_with_a_loopback_url_is_refused(
     assert error["code"] == -32602 and "url" in error["message"]
     problem = f"127.0.0.1 is a loopback address{PUBLIC_ONLY}"
     assert error == invalid_params(version, "url", problem)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    ("field", "config"),
+    [
+        ("token", {"token": "t" * 501}),
+        ("authentication.credentials", {"credentials": "c" * 2001}),
+        ("url", {"url": "https://receiver.example.com/" + "p" * 2000}),
+        ("id", {"id": "i" * 201}),
+    ],
+)  # fmt: skip
+def test_a_config_field_longer_than_the_hub_keeps_is_invalid_params_naming_it(
+    caller: Caller, pusher: Agent, task_id: str, version: str, field: str, config: dict[str, Any]
+) -> None:
+    fields = dict(config)
+    given = webhook(version, fields.pop("url", PUBLIC_URL), **fields)
+
+    created = caller.error(
+        "pusher", version, "create_config", create_params(version, task_id, given)
+    )
+    inline = caller.error("pusher", version, "send", send_params(version, "hello", given))
+
+    assert created["code"] == inline["code"] == -32602
+    assert field in created["message"] and field in inline["message"]
+    assert not PushNotificationConfig.objects.exists()
