@@ -363,6 +363,14 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return True
 
 
+def wake_soon() -> None:
+    """`wake` from an event loop, which must not wait on Redis."""
+    if settings.REDIS_URL:
+        wakeups.publish_soon()
+    else:
+        wake_in_process()
+
+
 def wake() -> None:
     """After a commit that made deliveries: the engines that could send them claim them. A
     Redis that is away loses the wake-up, not the deliveries (the sweep finds them)."""

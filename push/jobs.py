@@ -24,6 +24,11 @@ def kick_task(task_id: str) -> None:
     engine.wake()
 
 
+def kick_task_soon(task_id: str) -> None:
+    """`kick_task` on the event loop that wrote the task in one statement."""
+    engine.wake_soon()
+
+
 def sweep_due() -> int:
     """Wake the engines if due queues wait with no one holding them; how many (up to
     SWEEP_LIMIT)."""

@@ -17,6 +17,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from a2ahub import redis_clients
+from tasks import events
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,12 @@ RESUBSCRIBE_SECONDS = 1.0
 def publish() -> int:
     """Wake every engine listening; how many heard it (0: no worker process is running)."""
     return int(publisher(settings.REDIS_URL).publish(CHANNEL, b"1"))
+
+
+def publish_soon() -> None:
+    """`publish` from an event loop, without waiting: it goes out after the task events
+    published on that loop before it (a wake-up lost to a Redis away, the sweep makes up for)."""
+    events.publish_message_soon(CHANNEL, b"1")
 
 
 @cache

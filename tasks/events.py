@@ -477,7 +477,10 @@ class Publisher:
         self.sender: asyncio.Task[None] | None = None
 
     def publish(self, task_id: str, events: list[Event]) -> None:
-        self.pending.append((CHANNEL_PREFIX + task_id, encode(events)))
+        self.publish_message(CHANNEL_PREFIX + task_id, encode(events))
+
+    def publish_message(self, channel: str, body: bytes) -> None:
+        self.pending.append((channel, body))
         if self.sender is None or self.sender.done():
             self.sender = asyncio.create_task(self.send())
 
@@ -505,10 +508,19 @@ _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
 def publish_soon(task_id: str, events: list[Event]) -> None:
     """`publish` from an event loop: subscribers here get the events now, Redis in a moment."""
     deliver_local(task_id, events)
-    if not settings.REDIS_URL:
-        return
+    if settings.REDIS_URL:
+        loop_publisher().publish(task_id, events)
+
+
+def publish_message_soon(channel: str, body: bytes) -> None:
+    """PUBLISH `body` on a channel of Redis from an event loop, after the events published
+    before it, without waiting (for apps above this one that announce a task's writes)."""
+    loop_publisher().publish_message(channel, body)
+
+
+def loop_publisher() -> Publisher:
     loop = asyncio.get_running_loop()
     publisher = _publishers.get(loop)
     if publisher is None:
         publisher = _publishers[loop] = Publisher()
-    publisher.publish(task_id, events)
+    return publisher

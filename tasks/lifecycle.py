@@ -300,14 +300,34 @@ def open_task(
 async def open_task_async(
     spec: NewTask, changes: Sequence[Change] = (), runner: str = "", history: bool = True
 ) -> Outcome:
-    """`open_task` in one statement from the event loop (PostgreSQL, no webhook given)."""
-    assert spec.push_config is None
+    """`open_task` in one statement from the event loop (PostgreSQL). A push config given
+    goes into the same statement, with a delivery of each event (`hooks.opening_parts`):
+    when `opens_followed_in_one_statement`."""
     task, writer, end = plan_open(spec, changes, runner)
-    statement, params = sql.insert_all_statement(new_rows(task, writer))
+    if spec.push_config is None:
+        statement, params = sql.insert_all_statement(new_rows(task, writer))
+    else:
+        assert opens_followed_in_one_statement()
+        following, following_params = [], []
+        for hook in hooks.opening_parts:
+            part, part_params = hook(task, spec.push_config)
+            following.append(part)
+            following_params += part_params
+        statement, params = sql.opening_statement(
+            new_rows(task, writer), ", ".join(following), following_params
+        )
     with client_id_guard(spec):
         await asyncdb.execute(statement, params)
     events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in writer.events])
+    if task.push_enabled:
+        hooks.run_committed_soon(str(task.id))
     return opened(task, writer, end, history)
+
+
+def opens_followed_in_one_statement() -> bool:
+    """Whether `open_task_async` takes a new task with a push config (an app stores the
+    config and its deliveries in the task's statement)."""
+    return bool(hooks.opening_parts)
 
 
 @contextmanager

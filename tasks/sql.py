@@ -161,6 +161,35 @@ def insert_all_statement(groups: Sequence[Sequence[Model]]) -> tuple[str, list[A
     return insert_all_sql(tuple((type(group[0]), len(group)) for group in present)), params
 
 
+# The part of `opening_statement` that inserted the events, returning their id and sequence.
+NEW_EVENTS = "new_events"
+
+
+@lru_cache(maxsize=256)
+def opening_sql(shape: tuple[tuple[type[Model], int], ...], following: str) -> str:
+    """`insert_all_sql` whose last group (the events) is a part named NEW_EVENTS that the
+    parts `following` use."""
+    parts = [insert_sql(model, count) for model, count in shape]
+    named = [f"w{i} AS ({part})" for i, part in enumerate(parts[:-1])]
+    returning = f"{column(TaskEvent, 'id')} AS id, {column(TaskEvent, 'sequence')} AS sequence"
+    named.append(f"{NEW_EVENTS} AS ({parts[-1]} RETURNING {returning})")
+    return "WITH " + ", ".join([*named, following]) + " SELECT 1"
+
+
+def opening_statement(
+    groups: Sequence[Sequence[Model]], following: str, following_params: list[Any]
+) -> tuple[str, list[Any]]:
+    """One statement inserting every non-empty group, the last the events, then the parts
+    `following` that use them."""
+    present = [group for group in groups if group]
+    assert present and type(present[-1][0]) is TaskEvent
+    params: list[Any] = []
+    for group in present:
+        params += row_params(group)
+    shape = tuple((type(group[0]), len(group)) for group in present)
+    return opening_sql(shape, following), params + following_params
+
+
 def insert_all(groups: Sequence[Sequence[Model]]) -> None:
     sql, params = insert_all_statement(groups)
     with connection.cursor() as cursor:

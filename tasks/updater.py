@@ -197,7 +197,9 @@ class TaskUpdater:
         if self.blocking_writes:
             return self._write(changes)
         if asyncdb.available():
-            if not self.stored and self.spec.push_config is None:
+            if not self.stored and (
+                self.spec.push_config is None or lifecycle.opens_followed_in_one_statement()
+            ):
                 outcome = await lifecycle.open_task_async(
                     self.spec, changes, runner=self.runner, history=self.snapshots
                 )

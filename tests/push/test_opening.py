@@ -1,0 +1,142 @@
+"""A send that opens a task with a webhook, from the event loop on PostgreSQL: the task, its
+whole first turn, the config and a delivery of each event are one statement, which commits all
+of them or none; the delivery engines are woken over Redis once it has run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+from django.conf import settings
+from django.db import IntegrityError
+from django.utils import timezone
+
+from a2ahub import asyncdb, redis_clients
+from agents.models import Agent
+from push import wakeups
+from push.models import Delivery, DeliveryState, PushNotificationConfig
+from tasks import lifecycle
+from tasks.lifecycle import NewTask
+from tasks.models import Task, TaskEvent, TaskState
+from tests.helpers import postgresql_only
+from tests.tasks.test_one_statement_writes import a_whole_turn, loop_statements, new_task
+
+__all__ = ["loop_statements"]  # a fixture of the statements the loop runs
+
+S = TaskState
+URL = "https://receiver.example.com/hooks/a2a"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    postgresql_only("the one-statement writes are PostgreSQL's"),
+]
+
+
+@pytest.fixture
+def agent(db: None) -> Agent:
+    return Agent.objects.create(slug="followed", name="Followed", description="It has webhooks.",
+                                executor_kind="echo", push_notifications=True)  # fmt: skip
+
+
+def with_webhook(spec: NewTask, config_id: str = "") -> NewTask:
+    config = pb.TaskPushNotificationConfig(id=config_id, url=URL, token="tok-1")
+    config.authentication.scheme = "Bearer"
+    config.authentication.credentials = "secret-2"
+    spec.push_config = config
+    return spec
+
+
+def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[str]) -> int:
+    """Run `write` on an event loop of its own, counting its statements; whether Redis carried
+    a wake-up of the delivery engines within two seconds (1) or not (0)."""
+
+    async def run() -> int:
+        client = redis_clients.subscriber_client(settings.REDIS_URL)
+        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        await pubsub.subscribe(wakeups.CHANNEL)
+        try:
+            await asyncdb.pool()
+            seen.clear()
+            try:
+                await write()
+            finally:
+                heard, until = 0, time.monotonic() + 2.0
+                while not heard and time.monotonic() < until:  # None: the subscription's own
+                    heard += await pubsub.get_message(timeout=0.1) is not None
+            return heard
+        finally:
+            await pubsub.aclose()
+            await client.aclose()
+            await asyncdb.close()
+
+    return asyncio.run(run())
+
+
+def test_a_new_task_its_webhook_and_every_delivery_are_one_statement(
+    agent: Agent, loop_statements: list[str]
+) -> None:
+    spec = with_webhook(new_task(agent))
+    before = timezone.now()
+
+    heard = on_a_loop_hearing_wakeups(
+        lambda: lifecycle.open_task_async(spec, a_whole_turn()), loop_statements
+    )
+
+    assert len(loop_statements) == 1, loop_statements
+    assert heard == 1
+    task = Task.objects.get(id=spec.id)
+    assert (task.state, task.push_enabled) == (S.COMPLETED, True)
+    config = PushNotificationConfig.objects.get(task=task)
+    stored = (
+        config.config_id,
+        config.url,
+        config.token,
+        config.auth_scheme,
+        config.auth_credentials,
+        config.protocol_version,
+        config.active,
+        config.lease_until,
+    )
+    assert stored == ("default", URL, "tok-1", "Bearer", "secret-2", "1.0", True, None)
+    deliveries = list(Delivery.objects.filter(config=config).order_by("sequence"))
+    events = {e.id: e.sequence for e in TaskEvent.objects.filter(task=task)}
+    assert [d.sequence for d in deliveries] == [1, 2, 3, 4]
+    assert [events[d.event_id] for d in deliveries] == [1, 2, 3, 4]
+    assert {d.state for d in deliveries} == {DeliveryState.PENDING}
+    assert {d.attempts for d in deliveries} == {0}
+    assert len({d.id for d in deliveries}) == 4
+    assert all(before <= d.next_attempt_at <= timezone.now() for d in deliveries)
+
+
+def test_a_named_webhook_keeps_its_name(agent: Agent, loop_statements: list[str]) -> None:
+    spec = with_webhook(new_task(agent), config_id="mine")
+
+    on_a_loop_hearing_wakeups(lambda: lifecycle.open_task_async(spec), loop_statements)
+
+    config = PushNotificationConfig.objects.get(task_id=spec.id)
+    assert config.config_id == "mine"
+    assert Delivery.objects.filter(config=config).count() == 1  # the new task's own event
+
+
+def test_a_statement_that_fails_leaves_no_webhook_and_no_delivery(
+    agent: Agent, loop_statements: list[str]
+) -> None:
+    first = new_task(agent)
+    lifecycle.open_task(first)
+    clash = with_webhook(new_task(agent))
+    clash.id = first.id  # the task exists: its INSERT fails, and every part with it
+
+    async def write() -> None:
+        with pytest.raises(IntegrityError):
+            await lifecycle.open_task_async(clash, a_whole_turn())
+
+    assert on_a_loop_hearing_wakeups(write, loop_statements) == 0
+
+    assert not PushNotificationConfig.objects.exists()
+    assert not Delivery.objects.exists()
+    assert TaskEvent.objects.filter(task_id=first.id).count() == 1
+    assert Task.objects.get(id=first.id).state == S.SUBMITTED
