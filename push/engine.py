@@ -8,7 +8,9 @@ the queue's deliveries in order, one in flight at a time, so a receiver that ans
 holds its own queue and nothing else. Outcomes go to a batch that one writer commits
 (`push.outcomes`), releasing the queues that are done in the same transaction; while it
 writes, the next batch fills. The database is reached from one thread of the engine's own
-(the ORM blocks), which keeps its connection while there is work and gives it back when idle.
+(the ORM blocks), which keeps its connection while there is work and for HOLD_SECONDS after
+(a checkout from the pool, with its health check, was a tenth of the time from a state change
+to its webhook), then gives it back.
 
 What can go wrong, and what happens then:
 - the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
@@ -35,7 +37,7 @@ from typing import Any, TypeVar
 
 import redis
 from django.conf import settings
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 
 from a2ahub import metrics, signing
@@ -51,6 +53,8 @@ T = TypeVar("T")
 
 # After a failed claim or batch (the database away), the engine tries again this much later.
 RETRY_DB_SECONDS = 1.0
+# An engine with nothing to do gives its database connection back after this long.
+HOLD_SECONDS = 5.0
 # Attempt outcomes counted in `a2ahub_push_attempts` (LOST is an attempt the engine did not
 # make: it records one a dead process may have made).
 COUNTED = (outcomes.DELIVERED, outcomes.RETRY, outcomes.GONE, outcomes.ABANDONED)
@@ -72,6 +76,7 @@ class Engine:
         self.woken: asyncio.Event | None = None
         self.to_write: asyncio.Event | None = None
         self.db_calls = 0
+        self.connected_at = 0.0  # the last database call's end; 0: the connection given back
         self.stopping = False
 
     @property
@@ -111,15 +116,38 @@ class Engine:
             self.db_calls -= 1
 
     def call_db(self, fn: Callable[..., T], *args: Any) -> T:
+        held, self.connected_at = self.connected_at, time.monotonic()
+        try:
+            return fn(*args)
+        except (InterfaceError, OperationalError):
+            self.give_back()
+            if not held:
+                raise
+        except Exception:
+            self.give_back()
+            raise
+        # A connection held while idle is dead after the database restarted: once more on a
+        # new one, as the claimer and the writer would a second later (a statement that failed
+        # to reach the database committed nothing).
+        self.connected_at = time.monotonic()
         try:
             return fn(*args)
         except Exception:
-            connections.close_all()  # a restarted database: the next call connects again
+            self.give_back()
             raise
-        finally:
-            # Idle: give the connection back (to the pool, distributed) rather than hold it.
-            if self.db_calls <= 1 and not self.running and not self.outcomes:
-                connections.close_all()
+
+    def give_back(self) -> None:
+        """On the database thread: give the connection back (to the pool, distributed)."""
+        connections.close_all()
+        self.connected_at = 0.0
+
+    async def holder(self) -> None:
+        """Give the connection back once the engine has had nothing to do for HOLD_SECONDS."""
+        while True:
+            await asyncio.sleep(HOLD_SECONDS / 2)
+            held = self.connected_at and time.monotonic() - self.connected_at >= HOLD_SECONDS
+            if held and self.idle:
+                await self.in_db(self.give_back)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -127,7 +155,7 @@ class Engine:
         self.loop = asyncio.get_running_loop()
         self.woken, self.to_write = asyncio.Event(), asyncio.Event()
         self.woken.set()  # whatever is due already
-        parts = [self.claimer(), self.writer(), self.renewer()]
+        parts = [self.claimer(), self.writer(), self.renewer(), self.holder()]
         if self.listen:
             parts.append(wakeups.listen(self.wake))
         try:
@@ -279,7 +307,7 @@ class Engine:
         self.outcomes, self.releases = [], []
         if batch or releases:
             await self.in_db(write_batch, batch, releases)
-        await self.in_db(connections.close_all)
+        await self.in_db(self.give_back)
 
     async def renewer(self) -> None:
         """Keep the leases of the queues this engine holds while it works them."""

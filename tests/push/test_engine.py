@@ -5,24 +5,26 @@ counter moves by exactly the attempts made. (Embedded: the engine runs in this p
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from agents.models import Agent
-from push import jobs, outcomes
+from push import engine, jobs, outcomes
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
 from push.outcomes import Outcome
 from tasks.models import Task
 from tests.factories.push import webhook
 from tests.factories.tasks import open_task
 from tests.factories.versions import V1
-from tests.helpers import eventually
+from tests.helpers import eventually, postgresql_only
 from tests.push.callers import Caller, deliveries_of, sequences_of
 from tests.push.receiver import Behaviour, HeldReceiver, Receiver
 
@@ -207,3 +209,28 @@ def test_a_test_delivery_from_the_admin_is_sent_once_even_when_it_fails(
         assert receiver.stays_at(1, 0.5), "a test delivery was retried"
     finally:
         receiver.down()
+
+
+@postgresql_only("a connection held while idle dies with its server process")
+def test_a_held_connection_that_died_is_replaced_without_an_error(
+    caller: Caller, pusher: Agent, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caller.send("pusher", V1, push=webhook(V1, receiver.url))
+    receiver.wait_for(EVENTS)
+    running = engine.running()
+    assert running is not None and eventually(lambda: running.idle and running.connected_at > 0)
+    # What a restart of the database does to the connection the idle engine holds.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    caplog.set_level(logging.INFO, logger="push")
+
+    caller.send("pusher", V1, push=webhook(V1, receiver.url))
+
+    assert len(receiver.wait_for(2 * EVENTS)) == 2 * EVENTS
+    complaints = [
+        r for r in caplog.records if r.name.startswith("push") and r.levelno >= logging.WARNING
+    ]
+    assert not [r.getMessage() for r in complaints]
