@@ -8,6 +8,3 @@ from django.apps import AppConfig
 class OperatorsApiConfig(AppConfig):
     name = "operators_api"
     verbose_name = "Operators' API"
-
-    def ready(self) -> None:
-        from operators_api import schema_auth  # noqa: F401  (registers the key's scheme)

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from agents import cards
 from agents.scopes import REGISTRY
 from agents.views import public_base_url
-from registry import actions, errors, search
+from registry import actions, errors, openapi, search
 from registry.actions import Caller, iso
 from registry.auth import AUTHENTICATION, caller_of
 from registry.errors import ApiError
@@ -92,6 +92,7 @@ def receipt(registration: Registration, base: str) -> dict[str, Any]:
 
 
 class RegistryView(APIView):
+    schema_scope = REGISTRY  # what the schema says a key or token must hold
     authentication_classes = AUTHENTICATION
     permission_classes = [AllowAny]  # each method says who may call it
     renderer_classes = [JSONRenderer]
@@ -124,11 +125,13 @@ class RegistryView(APIView):
 
 
 class AgentsView(RegistryView):
+    @openapi.search
     def get(self, request: Request) -> Response:
         rows, cursor = search.page(request.query_params)
         base = self.base()
         return Response({"agents": [entry(r, base) for r in rows], "nextCursor": cursor})
 
+    @openapi.register
     def post(self, request: Request) -> Response:
         caller = self.caller()
         body = read_json(request)
@@ -146,6 +149,7 @@ class AgentsView(RegistryView):
 
 
 class AgentView(RegistryView):
+    @openapi.read
     def get(self, request: Request, agent_id: str) -> Response:
         registration = self.registration(agent_id)
         caller = caller_of(request)
@@ -159,6 +163,7 @@ class AgentView(RegistryView):
                                 f"{iso(registration.expires_at)}.", "agentId")  # fmt: skip
         return Response(entry(registration, self.base(), full=manager))
 
+    @openapi.replace
     def put(self, request: Request, agent_id: str) -> Response:
         registration = self.registration(agent_id)
         caller = self.caller()
@@ -168,6 +173,7 @@ class AgentView(RegistryView):
         actions.update(registration, read_submission(body), caller, ttl)
         return Response(receipt(registration, self.base()))
 
+    @openapi.deregister
     def delete(self, request: Request, agent_id: str) -> Response:
         registration = self.registration(agent_id)
         actions.deregister(registration, self.caller())
@@ -175,6 +181,7 @@ class AgentView(RegistryView):
 
 
 class HeartbeatView(RegistryView):
+    @openapi.heartbeat
     def post(self, request: Request, agent_id: str) -> Response:
         registration = self.registration(agent_id)
         caller = self.caller()

@@ -15,7 +15,7 @@ class RegistryConfig(AppConfig):
     def ready(self) -> None:
         from a2ahub import schedule
         from agents import lookup
-        from registry import actions, jobs
+        from registry import actions, jobs, schema_auth  # noqa: F401  (its schemas' credentials)
 
         if actions.explain_absence not in lookup.ABSENCE_EXPLAINERS:
             lookup.ABSENCE_EXPLAINERS.append(actions.explain_absence)

@@ -1,13 +1,12 @@
-"""The registration API, under /registry/."""
+"""The registration API, under /registry/, and its schema."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from registry import api
+from registry import docs, routes
 
 urlpatterns = [
-    path("agents", api.AgentsView.as_view(), name="registry-agents"),
-    path("agents/<str:agent_id>", api.AgentView.as_view(), name="registry-agent"),
-    path("agents/<str:agent_id>/heartbeat", api.HeartbeatView.as_view(), name="registry-heartbeat"),
+    *routes.urlpatterns,
+    path("schema/", docs.SchemaView.as_view(), name="registry-schema"),
 ]
