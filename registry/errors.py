@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from a2ahub.uncarriable import first_uncarriable, problem
+from agents.views import public_base_url
 from registry.actions import Refused
 from registry.shapes import BadSubmission
 
@@ -62,6 +64,13 @@ def error_response(status: int, message: str, field: str = "", challenge: str = 
 
 
 def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = answer(exc, context)
+    if response is not None and "WWW-Authenticate" in response:
+        response["WWW-Authenticate"] = naming_metadata(response["WWW-Authenticate"], context)
+    return response
+
+
+def answer(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
         return error_response(exc.status, exc.message, exc.field, exc.challenge)
     if isinstance(exc, BadSubmission):
@@ -77,3 +86,14 @@ def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
                 replaced[header] = response[header]
         return replaced
     return None
+
+
+def naming_metadata(challenge: str, context: dict[str, Any]) -> str:
+    """The hub's Bearer challenge, naming its RFC 9728 metadata: where a client finds the
+    authorization server that issues the scope it lacks."""
+    request = context.get("request")
+    if not challenge.startswith(CHALLENGE) or request is None or "resource_metadata" in challenge:
+        return challenge
+    metadata = public_base_url(request._request) + reverse("oauth-resource-metadata")
+    return f'{challenge}, resource_metadata="{metadata}"'
+

@@ -41,7 +41,8 @@ def test_a_staff_users_token_without_the_scope_gets_403_naming_it(operator: User
     response = token_api(operator, "a2a:invoke registry").get("agents")
     assert response.status_code == 403
     assert response["WWW-Authenticate"] == (
-        'Bearer realm="a2a-hub", error="insufficient_scope", scope="operator"'
+        'Bearer realm="a2a-hub", error="insufficient_scope", scope="operator", '
+        'resource_metadata="http://testserver/.well-known/oauth-protected-resource"'
     )
     assert response.json()["error"]["status"] == "PERMISSION_DENIED"
 

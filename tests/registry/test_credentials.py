@@ -20,7 +20,11 @@ from tests.registry.conftest import CARD_V1, Registrar, card
 
 pytestmark = pytest.mark.django_db
 
-SCOPE_CHALLENGE = 'Bearer realm="a2a-hub", error="insufficient_scope", scope="registry"'
+# RFC 9728: the challenge names the hub's protected-resource metadata (its authorization server).
+METADATA = 'resource_metadata="http://testserver/.well-known/oauth-protected-resource"'
+SCOPE_CHALLENGE = (
+    f'Bearer realm="a2a-hub", error="insufficient_scope", scope="registry", {METADATA}'
+)
 
 
 def app_registrar(scope: str, name: str = "robot") -> tuple[Registrar, int]:
@@ -101,7 +105,9 @@ def test_a_token_that_is_not_valid_gets_401_saying_so(case: str) -> None:
         raw = "not-a-token-of-this-hub"
     response = Registrar(Client(), raw).register(CARD_V1)
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == 'Bearer realm="a2a-hub", error="invalid_token"'
+    assert (
+        response["WWW-Authenticate"] == f'Bearer realm="a2a-hub", error="invalid_token", {METADATA}'
+    )
     assert response.json()["error"]["status"] == "UNAUTHENTICATED"
     assert not Registration.objects.exists()
 
@@ -127,3 +133,17 @@ def test_a_staff_users_token_is_an_operator_only_with_the_operator_scope(
     operating = Registrar(Client(), user_token(operator, scope="registry operator")["access_token"])
     assert operating.delete("translator").status_code == 204
     assert not Agent.objects.filter(slug="translator").exists()
+
+
+def test_the_challenge_names_metadata_that_lists_the_scope_and_the_authorization_server(
+    anonymous: Registrar, client: Client
+) -> None:
+    challenge = anonymous.register(CARD_V1)["WWW-Authenticate"]
+    url = challenge.split('resource_metadata="')[1].rstrip('"')
+
+    metadata = client.get(url.removeprefix("http://testserver")).json()
+
+    assert "registry" in metadata["scopes_supported"]
+    assert metadata["authorization_servers"] == ["http://testserver"]
+    server = client.get("/.well-known/oauth-authorization-server").json()
+    assert server["token_endpoint"] == "http://testserver/o/token/"
