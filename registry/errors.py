@@ -96,4 +96,3 @@ def naming_metadata(challenge: str, context: dict[str, Any]) -> str:
         return challenge
     metadata = public_base_url(request._request) + reverse("oauth-resource-metadata")
     return f'{challenge}, resource_metadata="{metadata}"'
-

@@ -5,6 +5,7 @@ the same columns when it re-reads the card). Operators see them in the admin and
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -18,6 +19,8 @@ from registry.shapes import BadSubmission, fetch
 
 # Registrations checked by one run of the job; the rest wait for the next run, oldest first.
 BATCH = 20
+# Cards read at once.
+READERS = 10
 
 
 def check_due(now: datetime | None = None) -> int:
@@ -33,22 +36,31 @@ def check_due(now: datetime | None = None) -> int:
         .order_by(F("checked_at").asc(nulls_first=True))
         .values_list("pk", "checked_at")[:BATCH]
     )
-    checked = 0
-    for pk, last in list(due):
-        # A conditional UPDATE: another hub's job that got there first has changed checked_at.
-        if Registration.objects.filter(pk=pk, checked_at=last).update(checked_at=now):
-            check(Registration.objects.select_related("agent").get(pk=pk), now)
-            checked += 1
-    return checked
+    # A conditional UPDATE: another hub's job that got there first has changed checked_at.
+    claimed = [
+        pk
+        for pk, last in list(due)
+        if Registration.objects.filter(pk=pk, checked_at=last).update(checked_at=now)
+    ]
+    registrations = list(Registration.objects.select_related("agent").filter(pk__in=claimed))
+    if not registrations:
+        return 0
+    # The cards are read at once (no database on those threads): a card that takes its time
+    # holds up its own check, not the others'.
+    with ThreadPoolExecutor(min(len(registrations), READERS), "a2ahub-health") as readers:
+        outcomes = list(readers.map(probe, registrations))
+    for registration, (health, error) in zip(registrations, outcomes, strict=True):
+        record(registration, health, error, now)
+    return len(registrations)
 
 
-def check(registration: Registration, now: datetime) -> None:
+def probe(registration: Registration) -> tuple[str, str]:
+    """The registration's health and the reason it is failing, from reading its card."""
     try:
         fetch(card_location(registration), registration.card_etag)  # 304 counts as an answer
     except BadSubmission as exc:
-        record(registration, Health.FAILING, exc.message, now)
-        return
-    record(registration, Health.OK, "", now)
+        return Health.FAILING, exc.message
+    return Health.OK, ""
 
 
 def card_location(registration: Registration) -> str:

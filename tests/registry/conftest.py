@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -160,6 +161,9 @@ class CardServer:
         self.server = server
         self.document: dict[str, Any] = copy.deepcopy(CARD_V1)
         self.reads: list[str] = []  # the If-None-Match of each request ("" when none)
+        # When set, each request waits for the others of its party and, if they do not come
+        # within its timeout, is answered 503.
+        self.together: threading.Barrier | None = None
 
     @property
     def etag(self) -> str:
@@ -180,6 +184,14 @@ def card_server(settings: Any) -> Iterator[CardServer]:
         def do_GET(self) -> None:
             asked = self.headers.get("If-None-Match", "")
             served.reads.append(asked)
+            if served.together is not None:
+                try:
+                    served.together.wait()
+                except threading.BrokenBarrierError:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
             if asked == served.etag:
                 self.send_response(304)
                 self.end_headers()

@@ -5,6 +5,7 @@ operators read them in the API. Off (0), nothing is read."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -116,3 +117,19 @@ def test_the_job_is_periodic_at_the_sweeps_interval(settings: Any) -> None:
     settings.REGISTRY_SWEEP_SECONDS = 7.0
     table = schedule.beat_schedule()
     assert table["registry.check_registrations"]["schedule"] == 7.0
+
+
+def test_cards_are_read_at_once_so_a_slow_one_holds_only_its_own_check(
+    owner: Registrar, card_server: CardServer, settings: Any
+) -> None:
+    settings.REGISTRY_HEALTH_SECONDS = 60
+    for name in ("Slow one", "Slow two", "Slow three"):
+        assert owner.register(card(served_by(card_server), name=name)).status_code == 201
+    # The card server answers only once all three reads are in flight: read one after another,
+    # the first would wait for the others in vain and every check would fail.
+    card_server.together = threading.Barrier(3, timeout=5)
+
+    assert check_registrations() == 3
+
+    assert len(card_server.reads) == 3
+    assert {(r.health, r.last_error) for r in Registration.objects.all()} == {(Health.OK, "")}
