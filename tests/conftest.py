@@ -8,10 +8,12 @@ Personas and their rights:
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import asyncpg
 import hypothesis
 import pytest
 from django.conf import settings
@@ -124,3 +126,28 @@ def operator_client(operator: User) -> Client:
 def agent_factory(db: None) -> Any:
     """`make_agent` (tests/factories/agents.py) for tests that take it as a fixture."""
     return make_agent
+
+
+# The methods by which asyncpg's connections (the event loop's, `a2ahub.asyncdb`) run a
+# statement.
+QUERY_METHODS = ("execute", "executemany", "fetch", "fetchrow", "fetchval", "fetchmany")
+
+
+@pytest.fixture
+def loop_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the event loop's connections run, as they run them."""
+    seen: list[str] = []
+    for name in QUERY_METHODS:
+        monkeypatch.setattr(
+            asyncpg.Connection, name, counted(getattr(asyncpg.Connection, name), seen)
+        )
+    return seen
+
+
+def counted(method: Callable[..., Any], seen: list[str]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def run(self: asyncpg.Connection, query: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(query)
+        return await method(self, query, *args, **kwargs)
+
+    return run

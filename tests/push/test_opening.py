@@ -22,10 +22,9 @@ from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks import lifecycle
 from tasks.lifecycle import NewTask
 from tasks.models import Task, TaskEvent, TaskState
+from tests.factories.agents import make_agent
 from tests.helpers import postgresql_only
-from tests.tasks.test_one_statement_writes import a_whole_turn, loop_statements, new_task
-
-__all__ = ["loop_statements"]  # a fixture of the statements the loop runs
+from tests.tasks.test_one_statement_writes import a_whole_turn, new_task
 
 S = TaskState
 URL = "https://receiver.example.com/hooks/a2a"
@@ -38,8 +37,7 @@ pytestmark = [
 
 @pytest.fixture
 def agent(db: None) -> Agent:
-    return Agent.objects.create(slug="followed", name="Followed", description="It has webhooks.",
-                                executor_kind="echo", push_notifications=True)  # fmt: skip
+    return make_agent("followed", push_notifications=True)
 
 
 def with_webhook(spec: NewTask, config_id: str = "") -> NewTask:

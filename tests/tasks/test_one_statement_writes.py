@@ -3,19 +3,17 @@ whole first turn, a stored task's batch of changes, and a job's claim of its tas
 task's messages, from Django's connection and from the event loop's.
 
 Django's connection is counted with pytest-django's `django_assert_num_queries`; the loop's
-(asyncpg) where every pooled connection runs its statements, the query methods of
-`asyncpg.Connection`. Outside a test transaction: the one-statement writes are autocommit's.
+(asyncpg) with `loop_statements` (tests/conftest.py). Outside a test transaction: the
+one-statement writes are autocommit's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import asyncpg
 import pytest
 from a2a.types import a2a_pb2 as pb
 from django.utils import timezone
@@ -37,35 +35,12 @@ pytestmark = [
     postgresql_only("the one-statement writes are PostgreSQL's"),
 ]
 
-# The methods by which asyncpg's connections run a statement.
-QUERY_METHODS = ("execute", "executemany", "fetch", "fetchrow", "fetchval", "fetchmany")
-
 
 @pytest.fixture
 def agent(db: None) -> Agent:
     return Agent.objects.create(
         slug="counted", name="Counted", description="Its writes are counted.", executor_kind="echo"
     )
-
-
-@pytest.fixture
-def loop_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements the event loop's connections run, as they run them."""
-    seen: list[str] = []
-    for name in QUERY_METHODS:
-        monkeypatch.setattr(
-            asyncpg.Connection, name, counted(getattr(asyncpg.Connection, name), seen)
-        )
-    return seen
-
-
-def counted(method: Callable[..., Any], seen: list[str]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    async def run(self: asyncpg.Connection, query: str, *args: Any, **kwargs: Any) -> Any:
-        seen.append(query)
-        return await method(self, query, *args, **kwargs)
-
-    return run
 
 
 @pytest.fixture
