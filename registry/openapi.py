@@ -21,34 +21,36 @@ SKILL = {
     "required": ["id", "name", "description", "tags"],
     "properties": {"id": STRING, "name": STRING, "description": STRING, "tags": STRINGS},
 }
+# What a card of either version has, and must have, beside its version's own fields.
+CARD_REQUIRED = ["name", "description", "version", "capabilities", "defaultInputModes",
+                 "defaultOutputModes", "skills"]  # fmt: skip
+CARD_PROPERTIES = {
+    "name": STRING, "description": STRING, "version": STRING,
+    "defaultInputModes": STRINGS, "defaultOutputModes": STRINGS,
+    "skills": {"type": "array", "items": SKILL},
+}  # fmt: skip
 CARD_V1 = {
     "title": "Agent Card (A2A 1.0)",
     "type": "object",
-    "required": ["name", "description", "version", "supportedInterfaces", "capabilities",
-                 "defaultInputModes", "defaultOutputModes", "skills"],
+    "required": [*CARD_REQUIRED, "supportedInterfaces"],
     "properties": {
-        "name": STRING, "description": STRING, "version": STRING,
+        **CARD_PROPERTIES,
         "supportedInterfaces": {"type": "array", "items": {
             "type": "object", "required": ["url", "protocolBinding", "protocolVersion"],
             "properties": {"url": STRING, "protocolBinding": STRING, "protocolVersion": STRING},
         }},
         "capabilities": {"type": "object", "properties": {
             "streaming": {"type": "boolean"}, "pushNotifications": {"type": "boolean"}}},
-        "defaultInputModes": STRINGS, "defaultOutputModes": STRINGS,
-        "skills": {"type": "array", "items": SKILL},
     },
 }  # fmt: skip
 CARD_V03 = {
     "title": "Agent Card (A2A 0.3)",
     "type": "object",
-    "required": ["name", "description", "version", "url", "protocolVersion", "capabilities",
-                 "defaultInputModes", "defaultOutputModes", "skills"],
+    "required": [*CARD_REQUIRED, "url", "protocolVersion"],
     "properties": {
-        "name": STRING, "description": STRING, "version": STRING, "url": STRING,
-        "protocolVersion": STRING, "preferredTransport": STRING,
+        **CARD_PROPERTIES,
+        "url": STRING, "protocolVersion": STRING, "preferredTransport": STRING,
         "capabilities": {"type": "object", "properties": {"streaming": {"type": "boolean"}}},
-        "defaultInputModes": STRINGS, "defaultOutputModes": STRINGS,
-        "skills": {"type": "array", "items": SKILL},
     },
 }  # fmt: skip
 SEED = {
