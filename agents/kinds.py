@@ -9,20 +9,23 @@ below the executor layer imports a kind.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-if TYPE_CHECKING:
-    from agents.models import Agent
+
+class RunsOnAKind(Protocol):
+    # What `execution_mode` reads of an agent (the model imports this module for its choices).
+    executor_kind: str
+    execution_mode: str
 
 
 def kinds() -> dict[str, dict[str, str]]:
     return dict(settings.EXECUTOR_KINDS)
 
 
-def execution_mode(agent: Agent) -> str:
+def execution_mode(agent: RunsOnAKind) -> str:
     """The agent's own choice, or its executor kind's default."""
     if agent.execution_mode:
         return agent.execution_mode

@@ -179,7 +179,7 @@ def instrument_threads() -> None:
 def instrument_steps() -> None:
     from protocol import jsonrpc, v03
     from protocol.handlers import tasks as methods
-    from tasks import events, jobs, lifecycle, reading, runner, updater
+    from tasks import events, jobs, lifecycle, queueing, reading, runner, updater
 
     jsonrpc.find_agent = timed("web: find_agent (Agent + skills)", jsonrpc.find_agent)
     jsonrpc.authenticate = timed("web: authenticate", jsonrpc.authenticate)
@@ -213,8 +213,8 @@ def instrument_steps() -> None:
     async def enqueue_here_async(*args: str) -> None:
         enqueue_here(*args)
 
-    jobs.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here)
-    jobs.enqueue_run_async = enqueue_here_async
+    queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here)
+    queueing.enqueue_run_async = enqueue_here_async
 
 
 # -- driving the ASGI application ---------------------------------------------------------------

@@ -86,11 +86,11 @@ def claim(limit: int) -> list[Claimed]:
     return load(claim_portably(now, limit))
 
 
-def c(name: str) -> str:
+def config_col(name: str) -> str:
     return column(PushNotificationConfig, name)
 
 
-def d(name: str) -> str:
+def delivery_col(name: str) -> str:
     return column(Delivery, name)
 
 
@@ -98,7 +98,10 @@ def pending_rows_sql(alias: str) -> str:
     """The columns of `Item` for deliveries `alias` joined to their event `e`: the event as
     the text the database keeps (a 1.0 body with no decoding and encoding)."""
     names = ("id", "config", "sequence", "attempts", "next_attempt_at", "created_at", "test")
-    return ", ".join(f"{alias}.{d(n)}" for n in names) + f", e.{column(TaskEvent, 'payload')}::text"
+    return (
+        ", ".join(f"{alias}.{delivery_col(n)}" for n in names)
+        + f", e.{column(TaskEvent, 'payload')}::text"
+    )
 
 
 @cache
@@ -106,37 +109,41 @@ def claim_sql() -> str:
     """The claim, the configs claimed and the first WINDOW pending deliveries of each, in one
     statement: a config with none comes back once, its delivery columns NULL."""
     config, delivery, event = table(PushNotificationConfig), table(Delivery), table(TaskEvent)
-    free = f"c.{c('active')} AND (c.{c('lease_until')} IS NULL OR c.{c('lease_until')} < %(now)s)"
+    lease = config_col("lease_until")
+    free = f"c.{config_col('active')} AND (c.{lease} IS NULL OR c.{lease} < %(now)s)"
     target = ("url", "token", "auth_scheme", "auth_credentials", "protocol_version", "task")
     return f"""
     WITH due AS (
-        SELECT d.{d("config")} AS config FROM {delivery} d
-          JOIN {config} c ON c.{c("id")} = d.{d("config")}
-         WHERE d.{d("state")} = %(pending)s AND d.{d("next_attempt_at")} <= %(now)s AND {free}
-         ORDER BY d.{d("next_attempt_at")}
+        SELECT d.{delivery_col("config")} AS config FROM {delivery} d
+          JOIN {config} c ON c.{config_col("id")} = d.{delivery_col("config")}
+         WHERE d.{delivery_col("state")} = %(pending)s
+           AND d.{delivery_col("next_attempt_at")} <= %(now)s AND {free}
+         ORDER BY d.{delivery_col("next_attempt_at")}
          LIMIT %(scan)s
     ), free AS (
-        SELECT c.{c("id")} AS id, c.{c("lease_until")} AS held_until FROM {config} c
-         WHERE c.{c("id")} IN (SELECT config FROM due) AND {free}
-           AND (SELECT h.{d("next_attempt_at")} FROM {delivery} h
-                 WHERE h.{d("config")} = c.{c("id")} AND h.{d("state")} = %(pending)s
-                 ORDER BY h.{d("sequence")}, h.{d("created_at")} LIMIT 1) <= %(now)s
+        SELECT c.{config_col("id")} AS id, c.{lease} AS held_until FROM {config} c
+         WHERE c.{config_col("id")} IN (SELECT config FROM due) AND {free}
+           AND (SELECT h.{delivery_col("next_attempt_at")} FROM {delivery} h
+                 WHERE h.{delivery_col("config")} = c.{config_col("id")}
+                   AND h.{delivery_col("state")} = %(pending)s
+                 ORDER BY h.{delivery_col("sequence")}, h.{delivery_col("created_at")}
+                 LIMIT 1) <= %(now)s
          LIMIT %(limit)s
            FOR UPDATE OF c SKIP LOCKED
     ), claimed AS (
-        UPDATE {config} c SET {c("lease_until")} = %(until)s FROM free
-         WHERE c.{c("id")} = free.id
-        RETURNING c.{c("id")} AS id, free.held_until IS NOT NULL AS lapsed,
-                  {", ".join(f"c.{c(n)}" for n in target)}
+        UPDATE {config} c SET {lease} = %(until)s FROM free
+         WHERE c.{config_col("id")} = free.id
+        RETURNING c.{config_col("id")} AS id, free.held_until IS NOT NULL AS lapsed,
+                  {", ".join(f"c.{config_col(n)}" for n in target)}
     )
     SELECT k.*, t.{column(Task, "client_id")}, w.*
       FROM claimed k
-      JOIN {table(Task)} t ON t.{column(Task, "id")} = k.{c("task")}
+      JOIN {table(Task)} t ON t.{column(Task, "id")} = k.{config_col("task")}
       LEFT JOIN LATERAL (
         SELECT {pending_rows_sql("p")} FROM {delivery} p
-          JOIN {event} e ON e.{column(TaskEvent, "id")} = p.{d("event")}
-         WHERE p.{d("config")} = k.id AND p.{d("state")} = %(pending)s
-         ORDER BY p.{d("sequence")}, p.{d("created_at")} LIMIT %(window)s
+          JOIN {event} e ON e.{column(TaskEvent, "id")} = p.{delivery_col("event")}
+         WHERE p.{delivery_col("config")} = k.id AND p.{delivery_col("state")} = %(pending)s
+         ORDER BY p.{delivery_col("sequence")}, p.{delivery_col("created_at")} LIMIT %(window)s
       ) w ON true
     """
 
@@ -258,11 +265,12 @@ def more_sql() -> str:
     PostgreSQL to answer it)."""
     return f"""
     SELECT {pending_rows_sql("p")} FROM {table(Delivery)} p
-      JOIN {table(PushNotificationConfig)} c ON c.{c("id")} = p.{d("config")}
-      JOIN {table(TaskEvent)} e ON e.{column(TaskEvent, "id")} = p.{d("event")}
-     WHERE p.{d("config")} = %(config)s AND p.{d("state")} = %(pending)s AND c.{c("active")}
-       AND NOT (p.{d("id")} = ANY(%(handled)s))
-     ORDER BY p.{d("sequence")}, p.{d("created_at")} LIMIT %(limit)s
+      JOIN {table(PushNotificationConfig)} c ON c.{config_col("id")} = p.{delivery_col("config")}
+      JOIN {table(TaskEvent)} e ON e.{column(TaskEvent, "id")} = p.{delivery_col("event")}
+     WHERE p.{delivery_col("config")} = %(config)s AND p.{delivery_col("state")} = %(pending)s
+       AND c.{config_col("active")}
+       AND NOT (p.{delivery_col("id")} = ANY(%(handled)s))
+     ORDER BY p.{delivery_col("sequence")}, p.{delivery_col("created_at")} LIMIT %(limit)s
     """
 
 

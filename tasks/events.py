@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from a2ahub import jsonbytes, redis_clients
+from tasks.reading import latest_events
 
 logger = logging.getLogger(__name__)
 
@@ -363,8 +364,6 @@ class RedisListener:
 
 
 def read_latest_released(task_ids: list[str]) -> dict[str, Event]:
-    from tasks.lifecycle import latest_events  # (lifecycle publishes through this module)
-
     try:
         return latest_events(task_ids)
     finally:

@@ -6,8 +6,8 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import close_old_connections
 
-from a2ahub.worker import submit_or_retry, submit_or_retry_async
-from tasks import retention, runner
+from a2ahub.worker import submit_or_retry
+from tasks import recovery, retention, runner
 
 # A turn whose claim could not reach the database (it restarts) is offered again a second
 # later, this many times at most: its blocking send is waiting, and recovery would queue it
@@ -33,25 +33,18 @@ def run_task(task_id: str, token: str, reply_to: str = "") -> None:
 
 @shared_task(name="tasks.recover_stale_tasks", ignore_result=True)
 def recover_stale_tasks() -> int:
-    return runner.recover_stale()
+    """Queue again the turns that waited too long for a worker, then fail the open tasks of
+    processes that died; how many were failed."""
+    cutoff = recovery.stale_cutoff()
+    for task_id, token in recovery.lost_turns(cutoff):
+        submit_or_retry(run_task, task_id, token)
+    return recovery.fail_stale(cutoff)
 
 
 @shared_task(name="tasks.prune_finished_tasks", ignore_result=True)
 def prune_finished_tasks() -> int:
     """Delete finished tasks older than TASK_RETENTION_DAYS, a batch at a time."""
     return sum(retention.prune_tasks())
-
-
-def enqueue_run(task_id: str, token: str, reply_to: str = "") -> bool:
-    """Queue a turn: on Celery workers when distributed, on this process's own pool if not.
-    The task is stored by now, so a broker that is away does not fail the send that stored
-    it: the turn is offered again until the broker takes it (then recovery requeues it).
-    Whether the broker took it at once."""
-    return submit_or_retry(run_task, task_id, token, *([reply_to] if reply_to else []))
-
-
-async def enqueue_run_async(task_id: str, token: str, reply_to: str = "") -> bool:
-    return await submit_or_retry_async(run_task, task_id, token, *([reply_to] if reply_to else []))
 
 
 @worker_ready.connect

@@ -550,21 +550,6 @@ def snapshot_of(task: Task, known: Known) -> pb.Task | None:
     return snapshot
 
 
-def read_events(task_id: str, after: int, upto: int | None = None) -> list[tuple[int, Any]]:
-    """The task's stored events after sequence `after` (up to `upto`), in order."""
-    rows = TaskEvent.objects.filter(task_id=task_id, sequence__gt=after)
-    if upto is not None:
-        rows = rows.filter(sequence__lte=upto)
-    return [(row.sequence, row.payload) for row in rows.order_by("sequence")]
-
-
-def latest_events(task_ids: Sequence[str]) -> dict[str, tuple[int, Any]]:
-    """The newest stored event of each task, by task id (a reader that missed events fills
-    the gap up to it)."""
-    rows = TaskEvent.objects.filter(task_id__in=task_ids, sequence=F("task__last_sequence"))
-    return {str(row.task_id): (row.sequence, row.payload) for row in rows}
-
-
 def read_artifacts(task_id: uuid.UUID) -> dict[str, Artifact]:
     return {a.artifact_id: a for a in Artifact.objects.filter(task_id=task_id)}
 

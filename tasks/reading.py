@@ -1,18 +1,20 @@
 """Stored tasks read back as the protocol's Task, with as much history as asked for: one task,
-or a page of them in a fixed number of queries however long the page."""
+or a page of them in a fixed number of queries however long the page; and a task's stored
+events, which streams and subscribers replay."""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from django.db import connection, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
-from tasks.models import Artifact, Message, Task
+from tasks.models import Artifact, Message, Task, TaskEvent
 from tasks.wire import task_to_pb
 
 
@@ -62,3 +64,18 @@ def load_snapshot(task_id: uuid.UUID | str) -> tuple[pb.Task, int]:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         task = Task.objects.get(id=task_id)
         return load_task(task, None), task.last_sequence
+
+
+def read_events(task_id: str, after: int, upto: int | None = None) -> list[tuple[int, Any]]:
+    """The task's stored events after sequence `after` (up to `upto`), in order."""
+    rows = TaskEvent.objects.filter(task_id=task_id, sequence__gt=after)
+    if upto is not None:
+        rows = rows.filter(sequence__lte=upto)
+    return [(row.sequence, row.payload) for row in rows.order_by("sequence")]
+
+
+def latest_events(task_ids: Sequence[str]) -> dict[str, tuple[int, Any]]:
+    """The newest stored event of each task, by task id (a reader that missed events fills
+    the gap up to it)."""
+    rows = TaskEvent.objects.filter(task_id__in=task_ids, sequence=F("task__last_sequence"))
+    return {str(row.task_id): (row.sequence, row.payload) for row in rows}

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
@@ -30,7 +29,7 @@ from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent
-from tasks import events, lifecycle, sql
+from tasks import events, lifecycle, reading, sql
 from tasks.executor import Executor, RequestContext
 from tasks.lifecycle import NewTask
 from tasks.models import ACTIVE_STATES, Task, TaskState
@@ -172,7 +171,7 @@ async def hand_over_missed(updater: TaskUpdater) -> None:
 
 def read_events_released(task_id: str, after: int) -> list[events.Event]:
     try:
-        return lifecycle.read_events(task_id, after)
+        return reading.read_events(task_id, after)
     finally:
         connections[DEFAULT_DB_ALIAS].close()  # this thread may serve a long stream next
 
@@ -384,42 +383,10 @@ def beat() -> None:
         )
 
 
-def recover_stale() -> int:
-    """Fail open tasks whose runner has not been heard from (a process that died)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.TASK_STALE_SECONDS)
+def running_here() -> list[str]:
+    """The ids of the tasks whose turns this process runs now."""
     with _running_lock:
-        mine = list(RUNNING)
-    stale = (
-        Task.objects.filter(state__in=ACTIVE_STATES, heartbeat_at__lt=cutoff)
-        .exclude(id__in=mine)
-        # A job still waiting for a free worker ("queued:<token>") has no runner that could
-        # have died; a busy queue is not a crash (requeue_lost looks after those).
-        .exclude(runner__startswith="queued:")
-        .values_list("id", flat=True)[:500]
-    )
-    requeue_lost(cutoff)
-    failed = 0
-    for task_id in list(stale):
-        reason = "The process running this task stopped; the task was failed by recovery."
-        if lifecycle.fail_stale(task_id, reason):
-            logger.warning("recovered stale task %s", task_id)
-            failed += 1
-    return failed
-
-
-def requeue_lost(cutoff: datetime) -> None:
-    """Queue again the turns that waited too long: a message may have died with a worker that
-    had prefetched it. Only the job holding the task's token can claim it, so a duplicate
-    finds nothing to do."""
-    from tasks.jobs import enqueue_run
-
-    waiting = Task.objects.filter(
-        state__in=ACTIVE_STATES, runner__startswith="queued:", heartbeat_at__lt=cutoff
-    ).values_list("id", "runner")[:500]
-    for task_id, token in list(waiting):
-        if Task.objects.filter(id=task_id, runner=token).update(heartbeat_at=timezone.now()):
-            logger.warning("queued again the turn of task %s", task_id)
-            enqueue_run(str(task_id), token)
+        return list(RUNNING)
 
 
 def control_loop() -> None:

@@ -8,7 +8,7 @@ from google.protobuf import empty_pb2
 
 from a2ahub.errors import PushNotificationNotSupportedError, TaskNotFoundError
 from protocol.calls import Call
-from protocol.handlers.tasks import owned_task
+from protocol.handlers.owned import owned_task
 from push.configs import check_config, create_config, public_view
 from push.models import PushNotificationConfig
 
@@ -73,3 +73,14 @@ async def delete_push_config(
 
     await sync_to_async(delete)()
     return empty_pb2.Empty()
+
+
+def inline_push_config(
+    call: Call, request: pb.SendMessageRequest
+) -> pb.TaskPushNotificationConfig | None:
+    if not request.configuration.HasField("task_push_notification_config"):
+        return None
+    config = request.configuration.task_push_notification_config
+    require_push(call)
+    check_config(config)
+    return config

@@ -19,8 +19,9 @@ from django.db import connection
 
 from a2ahub.errors import UnsupportedOperationError
 from protocol.calls import Call
-from protocol.handlers.tasks import Turn, owned_task, prepare_turn, queue_turn
-from tasks import events, lifecycle, runner
+from protocol.handlers.owned import owned_task
+from protocol.handlers.tasks import Turn, prepare_turn, queue_turn
+from tasks import events, reading, runner
 from tasks.models import TERMINAL_STATES, ExecutionMode
 from tasks.reading import load_snapshot
 from tasks.updater import TaskUpdater, release_after_write
@@ -72,7 +73,7 @@ async def follow(
             continue
         if sequence > last + 1:
             yield PAUSE
-            for item in await released(lifecycle.read_events)(task_id, last, sequence - 1):
+            for item in await released(reading.read_events)(task_id, last, sequence - 1):
                 yield item
         last = sequence
         yield sequence, payload
@@ -202,7 +203,7 @@ async def resubscribed(
         # (between the subscribe's check and its snapshot): they include its last one.
         if last_event_id is not None and last_event_id < snapshot_sequence:
             yield PAUSE
-            missed = await released(lifecycle.read_events)(
+            missed = await released(reading.read_events)(
                 str(task_id), last_event_id, snapshot_sequence
             )
             for item in missed:

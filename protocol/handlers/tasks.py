@@ -26,14 +26,15 @@ from a2ahub import asyncdb
 from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
-    TaskNotFoundError,
     UnsupportedOperationError,
     invalid_params,
     unavailable,
 )
 from agents.kinds import execution_mode
 from protocol.calls import Call
-from tasks import events, jobs, lifecycle, runner
+from protocol.handlers.owned import is_new_client_id, owned_task
+from protocol.handlers.push import inline_push_config
+from tasks import events, lifecycle, queueing, runner
 from tasks.executor import RequestContext
 from tasks.lifecycle import NewTask
 from tasks.models import (
@@ -58,31 +59,6 @@ DEFAULT_PAGE_SIZE = 50
 
 
 # -- reading tasks ----------------------------------------------------------------------
-
-
-def owned_task(call: Call, task_id: str) -> Task:
-    """The caller's task on this agent; any other task does not exist for them. A 0.1 caller
-    names its tasks by the ids it gave them, the others by the hub's."""
-    if call.version == V01:
-        task = caller_tasks(call).filter(client_id=task_id).first() if task_id else None
-    else:
-        try:
-            key = uuid.UUID(task_id)
-        except (ValueError, AttributeError):
-            raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
-        task = caller_tasks(call).filter(id=key).first()
-    if task is None:
-        raise TaskNotFoundError(f"Task {task_id!r} was not found.")
-    return task
-
-
-def caller_tasks(call: Call) -> QuerySet[Task]:
-    return Task.objects.filter(agent=call.agent, owner=call.principal.id)
-
-
-def is_new_client_id(call: Call, client_id: str) -> bool:
-    """Whether a 0.1 caller has no task by this id on this agent yet (its send starts one)."""
-    return not caller_tasks(call).filter(client_id=client_id).exists()
 
 
 def history_length_of(request: Any) -> int | None:
@@ -330,20 +306,6 @@ class Turn:
     stored: bool
 
 
-def inline_push_config(
-    call: Call, request: pb.SendMessageRequest
-) -> pb.TaskPushNotificationConfig | None:
-    if not request.configuration.HasField("task_push_notification_config"):
-        return None
-    from protocol.handlers.push import require_push
-    from push.configs import check_config
-
-    config = request.configuration.task_push_notification_config
-    require_push(call)
-    check_config(config)
-    return config
-
-
 async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     message = request.message
     check_message(message)
@@ -457,7 +419,7 @@ async def queue_turn(spec: NewTask, stored: bool, reply_to: str = "") -> bool:
         return await sync_to_async(store_for_worker)(spec, stored, token, reply_to)
     # A new task without webhooks: one INSERT statement and one LPUSH, from the loop.
     await lifecycle.open_task_async(spec, [], runner=token)
-    return await jobs.enqueue_run_async(str(spec.id), token, reply_to)
+    return await queueing.enqueue_run_async(str(spec.id), token, reply_to)
 
 
 def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = "") -> bool:
@@ -466,7 +428,7 @@ def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = ""
     else:
         Task.objects.filter(id=spec.id).update(runner=token)
     # Enqueueing blocks on the broker: here, off the event loop.
-    return jobs.enqueue_run(str(spec.id), token, reply_to)
+    return queueing.enqueue_run(str(spec.id), token, reply_to)
 
 
 async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:

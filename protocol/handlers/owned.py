@@ -1,0 +1,38 @@
+"""Which stored tasks a call may touch: the caller's own on the call's agent. Any other task
+does not exist for them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import QuerySet
+
+from a2ahub.errors import TaskNotFoundError
+from protocol.calls import Call
+from tasks.models import Task
+from tasks.wire import V01
+
+
+def owned_task(call: Call, task_id: str) -> Task:
+    """The caller's task on this agent; any other task does not exist for them. A 0.1 caller
+    names its tasks by the ids it gave them, the others by the hub's."""
+    if call.version == V01:
+        task = caller_tasks(call).filter(client_id=task_id).first() if task_id else None
+    else:
+        try:
+            key = uuid.UUID(task_id)
+        except (ValueError, AttributeError):
+            raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
+        task = caller_tasks(call).filter(id=key).first()
+    if task is None:
+        raise TaskNotFoundError(f"Task {task_id!r} was not found.")
+    return task
+
+
+def caller_tasks(call: Call) -> QuerySet[Task]:
+    return Task.objects.filter(agent=call.agent, owner=call.principal.id)
+
+
+def is_new_client_id(call: Call, client_id: str) -> bool:
+    """Whether a 0.1 caller has no task by this id on this agent yet (its send starts one)."""
+    return not caller_tasks(call).filter(client_id=client_id).exists()
