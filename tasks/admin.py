@@ -26,7 +26,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
-from tasks import lifecycle, retention, runner
+from tasks import changes, lifecycle, retention, runner
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
 
@@ -382,7 +382,7 @@ def cancel_all(tasks: Iterable[Task], reason: str) -> tuple[list[Task], list[Tas
             continue
         try:
             lifecycle.cancel(task.id, task.owner, reason)
-        except lifecycle.TransitionRefused:
+        except changes.TransitionRefused:
             task.refresh_from_db(fields=["state"])  # it finished meanwhile
             refused.append(task)
             continue

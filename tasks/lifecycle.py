@@ -10,20 +10,37 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property, partial
-from typing import Any
+from functools import partial
 
 from a2a.types import a2a_pb2 as pb
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import asyncdb
 from a2ahub.errors import invalid_params
 from tasks import events, hooks, sql
+from tasks.changes import (
+    ArtifactChange,
+    Change,
+    Known,
+    NewTask,
+    Outcome,
+    Plan,
+    S,
+    StatusChange,
+    TransitionRefused,
+    agent_text,
+    apply_changes,
+    final_state,
+    new_rows,
+    number_events,
+    plan_open,
+    snapshot_of,
+    stamp,
+    status_of,
+)
 from tasks.models import (
     OPEN_STATES,
     TERMINAL_STATES,
@@ -35,244 +52,9 @@ from tasks.models import (
 )
 from tasks.wire import (
     ENDING_STATES,
-    PB_TO_ROLE,
-    STATE_TO_PB,
     message_to_pb,
-    status_to_pb,
     task_to_pb,
-    to_json,
 )
-
-S = TaskState
-# For each target state, the states a task may be in to move there.
-ALLOWED_FROM: dict[TaskState, frozenset[TaskState]] = {
-    S.WORKING: frozenset({S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED}),
-    S.INPUT_REQUIRED: frozenset({S.SUBMITTED, S.WORKING}),
-    S.AUTH_REQUIRED: frozenset({S.SUBMITTED, S.WORKING}),
-    S.COMPLETED: frozenset({S.SUBMITTED, S.WORKING}),
-    S.REJECTED: frozenset({S.SUBMITTED, S.WORKING}),
-    S.FAILED: frozenset(OPEN_STATES),
-    S.CANCELED: frozenset(OPEN_STATES),
-}
-ARTIFACT_ALLOWED_FROM = frozenset({S.SUBMITTED, S.WORKING})
-
-
-class TransitionRefused(Exception):
-    """The change is not allowed from the task's state (or the task moved on meanwhile)."""
-
-    def __init__(self, current: str | None, wanted: str) -> None:
-        super().__init__(f"cannot go from {current} to {wanted}")
-        self.current = current
-
-
-@dataclass
-class StatusChange:
-    state: TaskState
-    message: pb.Message | None = None
-
-
-@dataclass
-class ArtifactChange:
-    artifact: pb.Artifact
-    append: bool = False
-    last_chunk: bool = False
-
-
-Change = StatusChange | ArtifactChange
-
-
-@dataclass
-class NewTask:
-    agent_id: int
-    owner: str
-    context_id: str
-    message: pb.Message
-    protocol_version: str
-    execution_mode: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    id: uuid.UUID = field(default_factory=uuid.uuid4)
-    # A webhook given with the first message; it hears every event from the first one.
-    push_config: pb.TaskPushNotificationConfig | None = None
-    # The id a pre-0.2 client chose for the task (`Task.client_id`); "" for the others.
-    client_id: str = ""
-    binding: str = "JSONRPC"  # a `Binding`
-
-
-@dataclass
-class Outcome:
-    """What a write left behind: the state, and the snapshot when the task reached an end."""
-
-    state: TaskState
-    last_sequence: int
-    snapshot: pb.Task | None = None
-    known: Known | None = None
-
-
-def check_transition(current: TaskState, change: Change) -> TaskState:
-    if isinstance(change, ArtifactChange):
-        if current not in ARTIFACT_ALLOWED_FROM:
-            raise TransitionRefused(current, "artifact")
-        return current
-    if current not in ALLOWED_FROM[change.state]:
-        raise TransitionRefused(current, change.state)
-    return change.state
-
-
-def final_state(start: TaskState, changes: Sequence[Change]) -> TaskState:
-    state = start
-    for change in changes:
-        state = check_transition(state, change)
-    return state
-
-
-class Writer:
-    """Collects the rows and events of one transaction on one task."""
-
-    def __init__(self, task: Task, sequence: int, now: datetime) -> None:
-        self.task = task
-        self.sequence = sequence
-        self.now = now
-        self.events: list[TaskEvent] = []
-        self.messages: list[Message] = []
-        self.artifacts: list[Artifact] = []
-        self.updated_artifacts: list[Artifact] = []
-
-    def add_event(self, kind: str, payload: dict[str, Any]) -> None:
-        self.sequence += 1
-        self.events.append(
-            TaskEvent(
-                task=self.task,
-                sequence=self.sequence,
-                kind=kind,
-                payload=payload,
-                created_at=self.now,
-            )
-        )
-
-    def add_message(self, message: pb.Message, position: int) -> Message:
-        row = Message(
-            task=self.task,
-            context_id=self.task.context_id,
-            message_id=message.message_id or uuid.uuid4().hex,
-            role=PB_TO_ROLE.get(message.role, "agent"),
-            parts=[to_json(p) for p in message.parts],
-            reference_task_ids=list(message.reference_task_ids),
-            extensions=list(message.extensions),
-            metadata=to_json(message.metadata) if message.HasField("metadata") else {},
-            position=position,
-            created_at=self.now,
-        )
-        self.messages.append(row)
-        return row
-
-    def status(self, change: StatusChange, position: int) -> None:
-        self.task.state = change.state
-        self.task.status_timestamp = self.now
-        self.task.status_message = None
-        status: dict[str, Any] = {"state": pb.TaskState.Name(STATE_TO_PB[change.state])}
-        if change.message is not None:
-            message = stamp(change.message, self.task, pb.ROLE_AGENT)
-            self.add_message(message, position)
-            self.task.status_message = status["message"] = to_json(message)
-        status["timestamp"] = self.timestamp
-        update = {"taskId": str(self.task.id), "contextId": self.task.context_id, "status": status}
-        self.add_event("status", {"statusUpdate": update})
-
-    @cached_property
-    def timestamp(self) -> str:
-        """`now` as the protobuf JSON of a Timestamp, for every status of the batch."""
-        stamp = Timestamp()
-        stamp.FromDatetime(self.now)
-        return stamp.ToJsonString()
-
-    def artifact(self, change: ArtifactChange, existing: dict[str, Artifact]) -> None:
-        artifact = change.artifact
-        if not artifact.artifact_id:
-            artifact.artifact_id = uuid.uuid4().hex
-        parts = [to_json(p) for p in artifact.parts]
-        row = existing.get(artifact.artifact_id)
-        if row is not None and change.append:
-            row.parts = [*row.parts, *parts]
-            row.updated_at = self.now
-            if row not in self.artifacts and row not in self.updated_artifacts:
-                self.updated_artifacts.append(row)
-        elif row is not None:
-            row.parts, row.name, row.updated_at = parts, artifact.name or row.name, self.now
-            if row not in self.artifacts and row not in self.updated_artifacts:
-                self.updated_artifacts.append(row)
-        else:
-            row = artifact_row(self.task, artifact, parts, len(existing), self.now)
-            existing[artifact.artifact_id] = row
-            self.artifacts.append(row)
-        update: dict[str, Any] = {
-            "taskId": str(self.task.id),
-            "contextId": self.task.context_id,
-            "artifact": artifact_json(artifact, parts),
-        }
-        if change.append:
-            update["append"] = True
-        if change.last_chunk:
-            update["lastChunk"] = True
-        self.add_event("artifact", {"artifactUpdate": update})
-
-    def save_rows(self) -> None:
-        Message.objects.bulk_create(self.messages)
-        Artifact.objects.bulk_create(self.artifacts)
-        for row in self.updated_artifacts:
-            # By its natural key: a row inserted by a one-statement write has no id here.
-            Artifact.objects.filter(task_id=row.task_id, artifact_id=row.artifact_id).update(
-                parts=row.parts, name=row.name, updated_at=row.updated_at
-            )
-        TaskEvent.objects.bulk_create(self.events)
-        if self.task.push_enabled:
-            # In the same transaction as the events: a delivery is never lost to a crash.
-            hooks.run_events_written(self.task, self.events)
-
-
-def artifact_json(artifact: pb.Artifact, parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The protobuf JSON of the artifact, given its parts' (events are written in bulk; the
-    generic mapping was a tenth of a streamed turn's CPU)."""
-    result: dict[str, Any] = {"artifactId": artifact.artifact_id}
-    if artifact.name:
-        result["name"] = artifact.name
-    if artifact.description:
-        result["description"] = artifact.description
-    if parts:
-        result["parts"] = parts
-    if artifact.HasField("metadata"):
-        result["metadata"] = to_json(artifact.metadata)
-    if artifact.extensions:
-        result["extensions"] = list(artifact.extensions)
-    return result
-
-
-def artifact_row(
-    task: Task, artifact: pb.Artifact, parts: list[dict[str, Any]], position: int, now: datetime
-) -> Artifact:
-    return Artifact(
-        task=task,
-        artifact_id=artifact.artifact_id,
-        name=artifact.name,
-        description=artifact.description,
-        parts=parts,
-        extensions=list(artifact.extensions),
-        metadata=to_json(artifact.metadata) if artifact.HasField("metadata") else {},
-        position=position,
-        created_at=now,
-        updated_at=now,
-    )
-
-
-def stamp(message: pb.Message, task: Task, role: int) -> pb.Message:
-    stamped = pb.Message()
-    stamped.CopyFrom(message)
-    stamped.task_id = str(task.id)
-    stamped.context_id = task.context_id
-    if not stamped.role:
-        stamped.role = role  # type: ignore[assignment]
-    if not stamped.message_id:
-        stamped.message_id = uuid.uuid4().hex
-    return stamped
 
 
 def open_task(
@@ -282,19 +64,19 @@ def open_task(
     executor already made (a fast agent's whole life is one transaction). Without `history`
     the outcome knows no messages, and the turn's end carries no snapshot of the task (a
     stream, say, has no use for one)."""
-    task, writer, end = plan_open(spec, changes, runner)
+    task, plan, end = plan_open(spec, changes, runner)
     with client_id_guard(spec):
         if spec.push_config is None and sql.can_insert_in_one_statement():
-            sql.insert_all(new_rows(task, writer))
-            after_commit(writer)
+            sql.insert_all(new_rows(task, plan))
+            after_commit(plan)
         else:
             with transaction.atomic():
                 task.save(force_insert=True)
                 if spec.push_config is not None:
                     hooks.run_config_given(task, spec.push_config)
-                writer.save_rows()
-                after_commit(writer)
-    return opened(task, writer, end, history)
+                save_rows(plan)
+                after_commit(plan)
+    return opened(task, plan, end, history)
 
 
 async def open_task_async(
@@ -303,9 +85,9 @@ async def open_task_async(
     """`open_task` in one statement from the event loop (PostgreSQL). A push config given
     goes into the same statement, with a delivery of each event (`hooks.opening_parts`):
     when `opens_followed_in_one_statement`."""
-    task, writer, end = plan_open(spec, changes, runner)
+    task, plan, end = plan_open(spec, changes, runner)
     if spec.push_config is None:
-        statement, params = sql.insert_all_statement(new_rows(task, writer))
+        statement, params = sql.insert_all_statement(new_rows(task, plan))
     else:
         assert opens_followed_in_one_statement()
         following, following_params = [], []
@@ -314,14 +96,14 @@ async def open_task_async(
             following.append(part)
             following_params += part_params
         statement, params = sql.opening_statement(
-            new_rows(task, writer), ", ".join(following), following_params
+            new_rows(task, plan), ", ".join(following), following_params
         )
     with client_id_guard(spec):
         await asyncdb.execute(statement, params)
-    events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in writer.events])
+    events.publish_soon(str(task.id), [(e.sequence, e.payload) for e in plan.events])
     if task.push_enabled:
         hooks.run_committed_soon(str(task.id))
-    return opened(task, writer, end, history)
+    return opened(task, plan, end, history)
 
 
 def opens_followed_in_one_statement() -> bool:
@@ -344,47 +126,16 @@ def client_id_guard(spec: NewTask) -> Iterator[None]:
         ) from None
 
 
-def plan_open(
-    spec: NewTask, changes: Sequence[Change], runner: str
-) -> tuple[Task, Writer, TaskState]:
-    now = timezone.now()
-    end = final_state(S.SUBMITTED, changes)
-    task = Task(
-        id=spec.id, context_id=spec.context_id, agent_id=spec.agent_id, owner=spec.owner,
-        client_id=spec.client_id, state=S.SUBMITTED, status_timestamp=now, metadata=spec.metadata,
-        protocol_version=spec.protocol_version, binding=spec.binding,
-        execution_mode=spec.execution_mode,
-        runner=runner, heartbeat_at=now if runner else None, created_at=now, updated_at=now,
-    )  # fmt: skip
-    task.push_enabled = spec.push_config is not None
-    writer = Writer(task, 0, now)
-    first = stamp(spec.message, task, pb.ROLE_USER)
-    writer.add_message(first, 0)
-    opening = pb.Task(id=str(task.id), context_id=task.context_id, status=status_to_pb(task))
-    opening.history.append(first)
-    if task.metadata:
-        opening.metadata.update(task.metadata)
-    writer.add_event("task", {"task": to_json(opening)})
-    # A new task's artifacts are all new rows: none is updated in place.
-    apply_changes(writer, changes, {}, 1)
-    task.last_sequence = writer.sequence
-    return task, writer, end
-
-
-def new_rows(task: Task, writer: Writer) -> list[Sequence[Any]]:
-    return [[task], writer.messages, writer.artifacts, writer.events]
-
-
-def opened(task: Task, writer: Writer, end: TaskState, history: bool) -> Outcome:
+def opened(task: Task, plan: Plan, end: TaskState, history: bool) -> Outcome:
     snapshot = None
     if end in ENDING_STATES and history:
-        snapshot = task_to_pb(task, writer.messages, writer.artifacts)
+        snapshot = task_to_pb(task, plan.messages, plan.artifacts)
     known = Known(
-        task.context_id, len(writer.messages), {a.artifact_id: a for a in writer.artifacts},
+        task.context_id, len(plan.messages), {a.artifact_id: a for a in plan.artifacts},
         push_enabled=task.push_enabled, metadata=task.metadata,
-        history=[message_to_pb(m) for m in writer.messages] if history else None,
+        history=[message_to_pb(m) for m in plan.messages] if history else None,
     )  # fmt: skip
-    return Outcome(end, writer.sequence, snapshot, known)
+    return Outcome(end, plan.sequence, snapshot, known)
 
 
 async def record_async(
@@ -402,48 +153,24 @@ async def record_async(
     end = final_state(expected, changes)
     now = timezone.now()
     shell = Task(id=task_id, context_id=known.context_id, state=expected)
-    writer = Writer(shell, 0, now)
+    plan = Plan(shell, 0, now)
     artifacts = dict(known.artifacts)
-    apply_changes(writer, changes, artifacts, known.position)
-    rows = sql.RecordRows(writer.messages, writer.artifacts, writer.events)
+    apply_changes(plan, changes, artifacts, known.position)
+    rows = sql.RecordRows(plan.messages, plan.artifacts, plan.events)
     status = status_of(shell, changes)
     found = await asyncdb.execute(
         *sql.record_statement(task_id, expected, end, now, status, rows), fetch=True
     )
     if not found:
         return None
-    number_events(writer, int(found[0][0]))
+    number_events(plan, int(found[0][0]))
     known.artifacts = artifacts
-    known.position += len(writer.messages)
+    known.position += len(plan.messages)
     if known.history is not None:
-        known.history.extend(message_to_pb(m) for m in writer.messages)
-    events.publish_soon(str(task_id), [(e.sequence, e.payload) for e in writer.events])
-    snapshot = snapshot_of(writer.task, known) if end in ENDING_STATES else None
-    return Outcome(end, writer.sequence, snapshot)
-
-
-def apply_changes(
-    writer: Writer, changes: Sequence[Change], artifacts: dict[str, Artifact], position: int
-) -> None:
-    for change in changes:
-        if isinstance(change, StatusChange):
-            writer.status(change, position)
-            position += 1 if change.message is not None else 0
-        else:
-            writer.artifact(change, artifacts)
-
-
-@dataclass
-class Known:
-    """What a runner already knows of its stored task, so a write need not read it first."""
-
-    context_id: str
-    position: int  # how many messages the task has
-    artifacts: dict[str, Artifact] | None = None  # None: not known, read them when needed
-    push_enabled: bool | None = None  # None: not known
-    # With these too, the write that ends a turn returns the whole task (`Outcome.snapshot`).
-    metadata: dict[str, Any] | None = None
-    history: list[pb.Message] | None = None  # every message of the task, in order
+        known.history.extend(message_to_pb(m) for m in plan.messages)
+    events.publish_soon(str(task_id), [(e.sequence, e.payload) for e in plan.events])
+    snapshot = snapshot_of(plan.task, known) if end in ENDING_STATES else None
+    return Outcome(end, plan.sequence, snapshot)
 
 
 def record(
@@ -457,12 +184,12 @@ def record(
     written = None
     if known is not None and fits_one_statement(task_id, known, changes):
         written = record_in_one_statement(task_id, expected, end, changes, known, now)
-    writer, known = written or record_in_transaction(task_id, expected, end, changes, known, now)
-    known.position += len(writer.messages)
+    plan, known = written or record_in_transaction(task_id, expected, end, changes, known, now)
+    known.position += len(plan.messages)
     if known.history is not None:
-        known.history.extend(message_to_pb(m) for m in writer.messages)
-    snapshot = snapshot_of(writer.task, known) if end in ENDING_STATES else None
-    return Outcome(end, writer.sequence, snapshot)
+        known.history.extend(message_to_pb(m) for m in plan.messages)
+    snapshot = snapshot_of(plan.task, known) if end in ENDING_STATES else None
+    return Outcome(end, plan.sequence, snapshot)
 
 
 def fits_one_statement(task_id: uuid.UUID, known: Known, changes: Sequence[Change]) -> bool:
@@ -482,14 +209,14 @@ def record_in_one_statement(
     changes: Sequence[Change],
     known: Known,
     now: datetime,
-) -> tuple[Writer, Known] | None:
+) -> tuple[Plan, Known] | None:
     """None when the task got a webhook meanwhile: its events need deliveries, in the same
     transaction."""
     shell = Task(id=task_id, context_id=known.context_id, state=expected)
-    writer = Writer(shell, 0, now)
+    plan = Plan(shell, 0, now)
     artifacts = dict(known.artifacts or {})  # known changes only once the write is done
-    apply_changes(writer, changes, artifacts, known.position)
-    rows = sql.RecordRows(writer.messages, writer.artifacts, writer.events)
+    apply_changes(plan, changes, artifacts, known.position)
+    rows = sql.RecordRows(plan.messages, plan.artifacts, plan.events)
     status = status_of(shell, changes)
     row = sql.fetch_one(*sql.record_statement(task_id, expected, end, now, status, rows))
     if row is None:
@@ -498,10 +225,10 @@ def record_in_one_statement(
             known.push_enabled = True
             return None
         raise TransitionRefused(current[0] if current else None, end)
-    number_events(writer, int(row[0]))
+    number_events(plan, int(row[0]))
     known.artifacts = artifacts
-    after_commit(writer)
-    return writer, known
+    after_commit(plan)
+    return plan, known
 
 
 def record_in_transaction(
@@ -511,43 +238,27 @@ def record_in_transaction(
     changes: Sequence[Change],
     known: Known | None,
     now: datetime,
-) -> tuple[Writer, Known]:
+) -> tuple[Plan, Known]:
     with transaction.atomic():
         known = known or read_known(task_id)
         if known.artifacts is None and any(isinstance(c, ArtifactChange) for c in changes):
             known.artifacts = read_artifacts(task_id)
         shell = Task(id=task_id, context_id=known.context_id, state=expected)
-        writer = Writer(shell, 0, now)
+        plan = Plan(shell, 0, now)
         artifacts = known.artifacts if known.artifacts is not None else {}
-        apply_changes(writer, changes, artifacts, known.position)
+        apply_changes(plan, changes, artifacts, known.position)
         returned = sql.update_task(
-            task_id, expected, end, len(writer.events), now, status_of(shell, changes)
+            task_id, expected, end, len(plan.events), now, status_of(shell, changes)
         )
         if returned is None:
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, end)
         last_sequence, shell.push_enabled = returned
         known.push_enabled = shell.push_enabled
-        number_events(writer, last_sequence)
-        writer.save_rows()
-        after_commit(writer)
-    return writer, known
-
-
-def number_events(writer: Writer, last_sequence: int) -> None:
-    """The batch's events take the numbers up to the task's new `last_sequence`."""
-    for offset, event in enumerate(writer.events, start=last_sequence - len(writer.events) + 1):
-        event.sequence = offset
-    writer.sequence = last_sequence
-
-
-def snapshot_of(task: Task, known: Known) -> pb.Task | None:
-    if known.history is None or known.artifacts is None or known.metadata is None:
-        return None
-    task.metadata = known.metadata
-    snapshot = task_to_pb(task, (), known.artifacts.values())
-    snapshot.history.extend(known.history)
-    return snapshot
+        number_events(plan, last_sequence)
+        save_rows(plan)
+        after_commit(plan)
+    return plan, known
 
 
 def read_artifacts(task_id: uuid.UUID) -> dict[str, Artifact]:
@@ -559,12 +270,6 @@ def read_known(task_id: uuid.UUID) -> Known:
     if context_id is None:
         raise TransitionRefused(None, "a change")
     return Known(context_id, Message.objects.filter(task_id=task_id).count())
-
-
-def status_of(task: Task, changes: Sequence[Change]) -> dict[str, Any] | None:
-    if not any(isinstance(c, StatusChange) for c in changes):
-        return None
-    return {"status_message": task.status_message, "status_timestamp": task.status_timestamp}
 
 
 def save_status(task: Task) -> None:
@@ -594,13 +299,13 @@ def add_user_message(
         task = Task.objects.get(id=task_id)
         if push_config is not None:
             hooks.run_config_given(task, push_config)
-        writer = Writer(task, task.last_sequence - 1, now)
-        writer.add_message(stamp(message, task, pb.ROLE_USER), task.messages.count())
-        writer.status(StatusChange(S.WORKING), 0)
+        plan = Plan(task, task.last_sequence - 1, now)
+        plan.add_message(stamp(message, task, pb.ROLE_USER), task.messages.count())
+        plan.status(StatusChange(S.WORKING), 0)
         save_status(task)
-        writer.save_rows()
-        after_commit(writer)
-    return Outcome(S.WORKING, writer.sequence)
+        save_rows(plan)
+        after_commit(plan)
+    return Outcome(S.WORKING, plan.sequence)
 
 
 def cancel(task_id: uuid.UUID, owner: str, reason: str = "") -> Outcome:
@@ -614,13 +319,13 @@ def cancel(task_id: uuid.UUID, owner: str, reason: str = "") -> Outcome:
             current = Task.objects.filter(id=task_id).values_list("state", flat=True).first()
             raise TransitionRefused(current, S.CANCELED)
         task = Task.objects.get(id=task_id)
-        writer = Writer(task, task.last_sequence - 1, now)
+        plan = Plan(task, task.last_sequence - 1, now)
         message = agent_text(reason) if reason else None
-        writer.status(StatusChange(S.CANCELED, message), task.messages.count())
+        plan.status(StatusChange(S.CANCELED, message), task.messages.count())
         save_status(task)
-        writer.save_rows()
-        after_commit(writer)
-    return Outcome(S.CANCELED, writer.sequence)
+        save_rows(plan)
+        after_commit(plan)
+    return Outcome(S.CANCELED, plan.sequence)
 
 
 def fail_stale(task_id: uuid.UUID, reason: str) -> bool:
@@ -642,15 +347,23 @@ def heartbeat(task_id: uuid.UUID, runner: str) -> None:
     )
 
 
-def agent_text(text: str) -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)
-    message.parts.add(text=text)
-    return message
-
-
-def after_commit(writer: Writer) -> None:
-    published = [(e.sequence, e.payload) for e in writer.events]
-    publish: Callable[[], None] = partial(events.publish, str(writer.task.id), published)
+def after_commit(plan: Plan) -> None:
+    published = [(e.sequence, e.payload) for e in plan.events]
+    publish: Callable[[], None] = partial(events.publish, str(plan.task.id), published)
     transaction.on_commit(publish)
-    if writer.task.push_enabled:
-        transaction.on_commit(partial(hooks.run_committed, str(writer.task.id)))
+    if plan.task.push_enabled:
+        transaction.on_commit(partial(hooks.run_committed, str(plan.task.id)))
+
+
+def save_rows(plan: Plan) -> None:
+    Message.objects.bulk_create(plan.messages)
+    Artifact.objects.bulk_create(plan.artifacts)
+    for row in plan.updated_artifacts:
+        # By its natural key: a row inserted by a one-statement write has no id here.
+        Artifact.objects.filter(task_id=row.task_id, artifact_id=row.artifact_id).update(
+            parts=row.parts, name=row.name, updated_at=row.updated_at
+        )
+    TaskEvent.objects.bulk_create(plan.events)
+    if plan.task.push_enabled:
+        # In the same transaction as the events: a delivery is never lost to a crash.
+        hooks.run_events_written(plan.task, plan.events)

@@ -29,9 +29,9 @@ from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent
-from tasks import events, lifecycle, reading, sql
+from tasks import changes, events, lifecycle, reading, sql
+from tasks.changes import NewTask
 from tasks.executor import Executor, RequestContext
-from tasks.lifecycle import NewTask
 from tasks.models import ACTIVE_STATES, Task, TaskState
 from tasks.updater import TaskUpdater
 from tasks.wire import message_to_pb
@@ -99,7 +99,7 @@ async def start(
     updater.streamed = streamed
     updater.snapshots = not streamed
     if stored:
-        updater.known = lifecycle.Known(spec.context_id, len(context.history))
+        updater.known = changes.Known(spec.context_id, len(context.history))
     run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())
     if streamed and not stored and not run.executor.replies_with_messages:
         await updater.flush()
@@ -151,7 +151,7 @@ async def finish(updater: TaskUpdater) -> None:
     """Write what is left; a turn that stopped half-way fails rather than hang in working."""
     if updater.stopped:
         if not updater.settled.done():
-            updater.settled.set_result(lifecycle.Outcome(TaskState.CANCELED, 0))
+            updater.settled.set_result(changes.Outcome(TaskState.CANCELED, 0))
         if updater.streamed:
             await hand_over_missed(updater)
         return
@@ -205,7 +205,7 @@ class Claim:
     spec: NewTask
     context: RequestContext
     state: TaskState
-    known: lifecycle.Known
+    known: changes.Known
 
 
 _job_loops = threading.local()
@@ -264,7 +264,7 @@ async def run_claimed(claim: Claim, reply_to: str, blocking_writes: bool) -> Non
     snapshot = b""
     try:
         settled = await asyncio.shield(updater.settled)
-        if isinstance(settled, lifecycle.Outcome) and settled.snapshot is not None:
+        if isinstance(settled, changes.Outcome) and settled.snapshot is not None:
             snapshot = settled.snapshot.SerializeToString()
     finally:
         events.send_reply(reply_to, updater.task_id, snapshot)
@@ -311,7 +311,7 @@ def claim_and_load(task_id: str, token: str) -> Claim | None:
         protocol_version=spec.protocol_version, history=history, metadata=task["metadata"],
         is_continuation=len(history) > 1,
     )  # fmt: skip
-    known = lifecycle.Known(
+    known = changes.Known(
         spec.context_id, len(history), artifacts, task["push_enabled"], task["metadata"],
         list(history),
     )  # fmt: skip

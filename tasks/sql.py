@@ -254,7 +254,7 @@ def update_sql(names: tuple[str, ...], without_push: bool, returning: tuple[str,
 
 @dataclass
 class RecordRows:
-    """The new rows of one batch of changes, as `lifecycle.Writer` collects them."""
+    """The new rows of one batch of changes, as `changes.Plan` collects them."""
 
     messages: Sequence[Model]
     artifacts: Sequence[Model]

@@ -23,7 +23,16 @@ from django.db import connection
 from a2ahub import asyncdb
 from a2ahub.errors import InvalidAgentResponseError, internal_error
 from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Change, NewTask, Outcome, StatusChange
+from tasks.changes import (
+    ArtifactChange,
+    Change,
+    Known,
+    NewTask,
+    Outcome,
+    StatusChange,
+    TransitionRefused,
+    check_transition,
+)
 from tasks.models import TaskState
 from tasks.wire import ENDING_STATES
 
@@ -60,7 +69,7 @@ class TaskUpdater:
         self.stored_state = state  # as the database has it
         self.last_sequence = 0  # of the events this updater wrote (0: none yet)
         # What this updater knows of the stored task (None: read it on the first write).
-        self.known: lifecycle.Known | None = None
+        self.known: Known | None = None
         self.runner = runner
         # A worker job owns its event loop and thread: its writes may block that loop, and
         # going through sync_to_async would queue them behind other threads' writes.
@@ -150,8 +159,8 @@ class TaskUpdater:
         if self.stopped:
             raise asyncio.CancelledError("the task was stopped")
         try:
-            self.state = lifecycle.check_transition(self.state, change)
-        except lifecycle.TransitionRefused as exc:
+            self.state = check_transition(self.state, change)
+        except TransitionRefused as exc:
             raise InvalidAgentResponseError(
                 f"The agent made a change not allowed now: {exc}"
             ) from exc
@@ -174,7 +183,7 @@ class TaskUpdater:
     async def _write_batch(self, changes: list[Change]) -> bool:
         try:
             outcome = await self._store(changes)
-        except lifecycle.TransitionRefused as exc:
+        except TransitionRefused as exc:
             # Someone else (a cancel, the recovery job) ended the task first.
             logger.info("task %s moved on without its runner: %s", self.task_id, exc)
             self.stopped = True

@@ -34,9 +34,9 @@ from agents.kinds import execution_mode
 from protocol.calls import Call
 from protocol.handlers.owned import is_new_client_id, owned_task
 from protocol.handlers.push import inline_push_config
-from tasks import events, lifecycle, queueing, runner
+from tasks import changes, events, lifecycle, queueing, runner
+from tasks.changes import NewTask
 from tasks.executor import RequestContext
-from tasks.lifecycle import NewTask
 from tasks.models import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
@@ -200,7 +200,7 @@ def cancel_stored(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
         raise TaskNotCancelableError(f"Task {request.id} is {task.state} and cannot be canceled.")
     try:
         lifecycle.cancel(task.id, call.principal.id)
-    except lifecycle.TransitionRefused:
+    except changes.TransitionRefused:
         raise TaskNotCancelableError(
             f"Task {request.id} ended before it could be canceled."
         ) from None
@@ -287,7 +287,7 @@ def prepare_follow_up(
         raise UnsupportedOperationError(f"Task {named} is still {task.state}; wait for it.")
     try:
         lifecycle.add_user_message(task.id, call.principal.id, message, push_config)
-    except lifecycle.TransitionRefused:
+    except changes.TransitionRefused:
         raise UnsupportedOperationError(
             f"Task {named} moved on; it takes no message now."
         ) from None
@@ -375,7 +375,7 @@ async def run_turn(
     settled = updater.settled.result() if updater.settled.done() else None
     if isinstance(settled, pb.Message):
         return settled
-    if isinstance(settled, lifecycle.Outcome) and settled.snapshot is not None and length is None:
+    if isinstance(settled, changes.Outcome) and settled.snapshot is not None and length is None:
         return settled.snapshot
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from push.models import Delivery, DeliveryState, PushNotificationConfig
-from tasks.lifecycle import StatusChange
+from tasks.changes import StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.tasks import ended, open_task
 from tests.factories.versions import V1

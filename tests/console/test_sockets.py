@@ -17,7 +17,7 @@ from django.test import Client
 
 from console import feeds, sockets
 from tasks import lifecycle
-from tasks.lifecycle import StatusChange
+from tasks.changes import StatusChange
 from tasks.models import TaskState
 from tests.factories.agents import make_agent
 from tests.factories.tasks import ended, open_task

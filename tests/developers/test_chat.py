@@ -24,7 +24,7 @@ from django.test import AsyncClient, Client
 
 from agents.models import Agent, ApiKey
 from executors.demo_skills import draw_png
-from tasks.lifecycle import ArtifactChange, StatusChange
+from tasks.changes import ArtifactChange, StatusChange
 from tasks.models import Message, Task, TaskState
 from tests.developers.chat_client import chat_url, chunks, frames, states, task_id_of
 from tests.factories.agents import SECURED, make_agent, owned

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Change, NewTask, StatusChange
+from tasks.changes import ArtifactChange, Change, NewTask, StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.messages import user_message
 from tests.factories.versions import V1

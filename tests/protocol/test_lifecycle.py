@@ -11,7 +11,7 @@ from a2a.types import a2a_pb2 as pb
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Change, NewTask, StatusChange, TransitionRefused
+from tasks.changes import ArtifactChange, Change, NewTask, StatusChange, TransitionRefused
 from tasks.models import Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
 from tests.factories.versions import V03, V1, VERSIONS

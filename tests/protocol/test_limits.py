@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import NewTask, StatusChange
+from tasks.changes import NewTask, StatusChange
 from tasks.models import ExecutionMode, TaskState
 from tests.factories.agents import secured_agent
 from tests.factories.envelopes import envelope

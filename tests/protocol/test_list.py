@@ -10,7 +10,7 @@ import pytest
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import NewTask
+from tasks.changes import NewTask
 from tasks.models import ExecutionMode
 from tests.factories.envelopes import sample
 from tests.factories.errors import invalid_params

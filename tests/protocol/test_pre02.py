@@ -22,7 +22,7 @@ from a2ahub.errors import InvalidParamsError
 from agents.models import Agent
 from push.models import PushNotificationConfig
 from tasks import lifecycle
-from tasks.lifecycle import NewTask
+from tasks.changes import NewTask
 from tasks.models import Task
 from tasks.wire import V01
 from tests.factories.agents import KEY_HEADER, secured_agent

@@ -20,7 +20,7 @@ from agents.models import Agent
 from push import wakeups
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks import lifecycle
-from tasks.lifecycle import NewTask
+from tasks.changes import NewTask
 from tasks.models import Task, TaskEvent, TaskState
 from tests.factories.agents import make_agent
 from tests.helpers import postgresql_only

@@ -10,7 +10,7 @@ from a2a.types import a2a_pb2 as pb
 
 from push.configs import create_config
 from tasks import lifecycle
-from tasks.lifecycle import Known, NewTask, StatusChange
+from tasks.changes import Known, NewTask, StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.agents import make_agent
 from tests.factories.messages import user_message

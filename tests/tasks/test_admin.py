@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from tasks.lifecycle import Change, StatusChange
+from tasks.changes import Change, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
 from tests.factories.tasks import PDF_BYTES, open_task, report_artifact

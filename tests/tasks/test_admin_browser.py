@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tasks.lifecycle import StatusChange
+from tasks.changes import StatusChange
 from tasks.models import Task, TaskEvent, TaskState
 from tests.browser import chromium
 from tests.factories.tasks import open_task, report_artifact

@@ -20,7 +20,7 @@ from agents.models import Agent
 from push.models import DeliveryState
 from tasks import lifecycle
 from tasks.admin import SEARCH_HELP
-from tasks.lifecycle import NewTask
+from tasks.changes import NewTask
 from tasks.models import Binding, Task
 from tests.factories.messages import user_message
 from tests.factories.push import stored_delivery

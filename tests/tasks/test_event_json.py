@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from a2a.types import a2a_pb2 as pb
 
-from tasks.lifecycle import ArtifactChange, StatusChange, Writer
+from tasks.changes import ArtifactChange, Plan, StatusChange
 from tasks.models import Task, TaskState
 from tasks.wire import STATE_TO_PB, to_json
 
@@ -18,9 +18,9 @@ NOW = dt.datetime(2026, 11, 24, 4, 21, 2, 969438, tzinfo=dt.UTC)
 NOW_WHOLE_SECOND = dt.datetime(2026, 11, 24, 4, 21, 2, tzinfo=dt.UTC)
 
 
-def writer(now: dt.datetime = NOW) -> Writer:
+def writer(now: dt.datetime = NOW) -> Plan:
     task = Task(id=uuid.uuid4(), context_id="ctx-1", state=TaskState.WORKING)
-    return Writer(task, 0, now)
+    return Plan(task, 0, now)
 
 
 def agent_message(text: str) -> pb.Message:

@@ -21,8 +21,8 @@ from pytest_django.fixtures import DjangoAssertNumQueries, Settings
 
 from a2ahub import asyncdb
 from agents.models import Agent
-from tasks import lifecycle, sql
-from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange
+from tasks import changes, lifecycle, sql
+from tasks.changes import ArtifactChange, Known, NewTask, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
 from tests.helpers import postgresql_only
@@ -70,7 +70,7 @@ def new_task(agent: Agent) -> NewTask:
                    protocol_version="1.0", execution_mode="inline", metadata={"n": 1})  # fmt: skip
 
 
-def a_whole_turn() -> list[lifecycle.Change]:
+def a_whole_turn() -> list[changes.Change]:
     artifact = pb.Artifact(artifact_id="answer", name="answer")
     artifact.parts.add(text="hello")
     reply = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)

@@ -15,7 +15,7 @@ from a2ahub import schedule
 from a2ahub.celery import app as celery_app
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import NewTask, StatusChange
+from tasks.changes import NewTask, StatusChange
 from tasks.models import Task, TaskState
 
 pytestmark = pytest.mark.django_db

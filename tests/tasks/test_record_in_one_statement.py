@@ -15,7 +15,7 @@ from a2a.types import a2a_pb2 as pb
 
 from agents.models import Agent
 from tasks import lifecycle
-from tasks.lifecycle import ArtifactChange, Known, NewTask, StatusChange, TransitionRefused
+from tasks.changes import ArtifactChange, Known, NewTask, StatusChange, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tasks.reading import load_task
 from tests.factories.agents import make_agent

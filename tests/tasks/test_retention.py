@@ -17,7 +17,7 @@ from a2ahub.celery import app as celery_app
 from agents.models import Agent
 from push.models import Delivery, DeliveryAttempt, PushNotificationConfig
 from tasks import jobs, retention
-from tasks.lifecycle import StatusChange
+from tasks.changes import StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.factories.agents import make_agent
 from tests.factories.push import stored_delivery

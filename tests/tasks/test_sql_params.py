@@ -21,12 +21,12 @@ from django.utils import timezone
 from a2ahub import asyncdb
 from agents.models import Agent
 from tasks import sql
-from tasks.lifecycle import (
+from tasks.changes import (
     ArtifactChange,
     Change,
     NewTask,
+    Plan,
     StatusChange,
-    Writer,
     apply_changes,
     plan_open,
     status_of,
@@ -169,7 +169,7 @@ def test_a_batch_of_changes_is_stored_as_the_orm_stores_it(agent: Agent, on: str
     save_with_orm(copied(opened, orm_id))
     now, changes = timezone.now(), a_turn(S.INPUT_REQUIRED)
     shell = Task(id=raw_id, context_id="ctx", state=S.SUBMITTED)
-    writer = Writer(shell, 0, now)  # as `lifecycle.record` collects a batch
+    writer = Plan(shell, 0, now)  # as `lifecycle.record` collects a batch
     apply_changes(writer, changes, {}, len(opened[1]))
     status = status_of(shell, changes) or {}
     batch = sql.RecordRows(writer.messages, writer.artifacts, writer.events)

@@ -23,8 +23,8 @@ from django.utils import timezone
 from a2ahub import worker
 from a2ahub.celery import app
 from agents.models import Agent
-from tasks import jobs, lifecycle, runner, sql
-from tasks.lifecycle import NewTask
+from tasks import changes, jobs, lifecycle, runner, sql
+from tasks.changes import NewTask
 from tasks.models import Artifact, Task, TaskState
 from tests.factories.agents import make_agent
 from tests.factories.messages import user_message
@@ -95,7 +95,7 @@ def test_only_the_job_holding_the_token_claims_the_task_and_only_once(db: None) 
 def test_a_claim_reads_the_tasks_messages_in_order(db: None) -> None:
     agent = make_agent("interviewer", executor_kind="interview")
     task_id, _ = queued_task(agent)
-    question = lifecycle.StatusChange(TaskState.INPUT_REQUIRED, user_message("q"))
+    question = changes.StatusChange(TaskState.INPUT_REQUIRED, user_message("q"))
     lifecycle.record(uuid.UUID(task_id), TaskState.SUBMITTED, [question])
     lifecycle.add_user_message(uuid.UUID(task_id), OWNER, user_message("answer"))
     token = "queued:follow-up"
