@@ -5,7 +5,7 @@ signed (`A2A-Hub-Signature`: an ES256 JWT binding the body's sha256, the task an
 verifiable with /.well-known/jwks.json) and goes through a2ahub.outbound, so the SSRF guard holds.
 Connection errors and 5xx answers are retried with backoff. The backend answers with one JSON
 object, a single reply message, or NDJSON events (progress, artifact chunks, then the final
-state); the README's "HTTP backends" section is the contract. Anything else fails the task
+state); docs/agents.md's "HTTP backends" section is the contract. Anything else fails the task
 with a sentence saying why.
 
 NDJSON is relayed live: the answer is read through `outbound.async_stream_post`, and each line
