@@ -21,7 +21,7 @@ from agents.inputs import (
     StringListField,
 )
 from agents.kinds import check_settings, settings_forms
-from agents.models import Agent, ApiKey, KeyScope, Skill
+from agents.models import Agent, ApiKey, KeyScope, Skill, default_modes
 from agents.validators import validate_security_requirements_reference
 
 # Stands in for the skills of an agent that has none yet, so the agent's own fields can be
@@ -37,10 +37,12 @@ class AgentForm(forms.ModelForm):
         required=False, help_text="Protocol extensions the agent supports; each needs a URI."
     )
     default_input_modes = MediaTypesField(
-        help_text="Media types the agent accepts, unless a skill says otherwise."
+        initial=default_modes,
+        help_text="Media types the agent accepts, unless a skill says otherwise.",
     )
     default_output_modes = MediaTypesField(
-        help_text="Media types the agent answers with, unless a skill says otherwise."
+        initial=default_modes,
+        help_text="Media types the agent answers with, unless a skill says otherwise.",
     )
     security_schemes = SchemesField(
         required=False,
@@ -66,6 +68,8 @@ class AgentForm(forms.ModelForm):
             "max_concurrent_tasks", "requests_per_minute", "max_message_bytes",
             "task_timeout_seconds",
         ]  # fmt: skip
+        labels = {"oauth2": "Require an OAuth2 token from the hub"}
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -52,7 +52,7 @@ class LinesInput(forms.Textarea):
 class StringListField(forms.Field):
     """Words separated by commas or lines (`text, fun` is two), each kept once, in order."""
 
-    widget = ChipsInput
+    widget: type[forms.Widget] = ChipsInput
     separators = r"[,\n]"
     most = 50
 
@@ -237,6 +237,7 @@ class ExtensionsField(forms.Field):
 
 # The ways the hub itself takes a credential (agents.principals); the hub's OAuth2 server is
 # named by the "Require an OAuth2 token" switch instead, with its token URL and scopes.
+SHORT_NAMES = {"apiKey": "API key", "bearer": "Bearer token"}
 SCHEME_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "apiKey": (
         "API key in the X-API-Key header",
@@ -290,6 +291,10 @@ def requirement_key(requirement: dict[str, list[str]]) -> str:
     return " and ".join(f"{n} ({' '.join(s)})" if s else n for n, s in requirement.items())
 
 
+def requirement_label(key: str) -> str:
+    return f"{SHORT_NAMES[key]} ({key})" if key in SHORT_NAMES else key
+
+
 class RequirementsField(forms.MultipleChoiceField):
     """Which schemes a caller must present, any one of those ticked; a stored requirement that
     combines schemes or asks for scopes is offered as it is."""
@@ -301,10 +306,13 @@ class RequirementsField(forms.MultipleChoiceField):
         self.set_stored({}, [])
 
     def set_stored(self, schemes: Any, requirements: Any) -> None:
-        names = list(SCHEME_PRESETS) + [n for n in (schemes or {}) if n not in SCHEME_PRESETS]
-        stored = [r for r in requirements or [] if isinstance(r, dict) and r]
-        self.known = {n: {n: []} for n in names} | {requirement_key(r): r for r in stored}
-        self.choices = [(key, key) for key in self.known]
+        declared = schemes if isinstance(schemes, dict) else {}
+        names = list(SCHEME_PRESETS) + [n for n in declared if n not in SCHEME_PRESETS]
+        listed = requirements if isinstance(requirements, list) else []
+        stored = [r for r in listed if isinstance(r, dict) and r]
+        self.known: dict[str, dict[str, list[str]]] = {n: {n: []} for n in names}
+        self.known |= {requirement_key(r): r for r in stored}
+        self.choices = [(key, requirement_label(key)) for key in self.known]
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, list):

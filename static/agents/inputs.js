@@ -20,7 +20,7 @@
     entry.id = `${input.id}-entry`;
     entry.className = "chip-entry";
     entry.autocomplete = "off";
-    entry.placeholder = "type, then Enter or a comma";
+    entry.placeholder = "add…";
     const label = document.querySelector(`label[for="${input.id}"]`);
     if (label) label.htmlFor = entry.id;
 
@@ -36,7 +36,10 @@
       chips.forEach((word, index) => {
         const chip = document.createElement("span");
         chip.className = "chip";
-        chip.textContent = word;
+        const text = document.createElement("span");
+        text.className = "chip-text";
+        text.textContent = word;
+        chip.append(text);
         const remove = document.createElement("button");
         remove.type = "button";
         remove.className = "chip-remove";
