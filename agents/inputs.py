@@ -29,6 +29,14 @@ def no_nul(text: str) -> str:
     return text
 
 
+def list_changed(field: forms.Field, initial: Any, data: Any) -> bool:
+    """Whether `data` says other than `initial`, both as lists (no value is an empty list)."""
+    try:
+        return list(initial or []) != field.to_python(data)
+    except ValidationError:
+        return True
+
+
 class ChipsInput(forms.TextInput):
     """A text input the page's script shows as chips; without the script, plain commas work."""
 
@@ -64,6 +72,9 @@ class StringListField(forms.Field):
         if len(found) > self.most:
             raise ValidationError(f"Give at most {self.most}.")
         return found
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return list_changed(self, initial, data)
 
 
 class LinesField(StringListField):
@@ -116,6 +127,9 @@ class MediaTypesField(forms.Field):
                 f"Not a media type: {', '.join(bad)} (write them like audio/mpeg, comma-separated)."
             )
         return list(dict.fromkeys(types))
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return list_changed(self, initial, data)
 
 
 # --- repeatable rows ----------------------------------------------------------------------
