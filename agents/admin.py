@@ -35,6 +35,9 @@ class SkillInline(admin.StackedInline):
         "security_requirements",
     ]
 
+    def get_extra(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> int:
+        return 0 if obj else 1  # a new agent needs a skill: its form is there at once
+
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):

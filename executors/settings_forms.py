@@ -135,7 +135,7 @@ class FunctionsField(forms.Field):
     for every skill) and a function picked from those registered."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(widget=RowsWidget(function_columns(), "Add a skill"), **kwargs)
+        super().__init__(widget=RowsWidget(function_columns(), "Add a row"), **kwargs)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, dict):

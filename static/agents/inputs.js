@@ -142,7 +142,7 @@
       box.disabled = !selected;
       shown = shown || selected;
     }
-    document.querySelectorAll(".no-settings").forEach((note) => { note.hidden = shown; });
+    document.querySelectorAll(".no-settings").forEach((note) => { note.hidden = shown || !select.value; });
   }
 
   // The lists of callers mean something only with access "listed".

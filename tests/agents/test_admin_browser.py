@@ -68,7 +68,6 @@ def fill_new_agent(page: Page) -> None:
     page.check("#id_security_schemes input[value=apiKey]")
     page.check("#id_security_requirements input[value=apiKey]")
 
-    page.click("#skills-group .add-row a")
     page.fill("#id_skills-0-skill_id", "rev")
     page.fill("#id_skills-0-name", "Reverse")
     page.fill("#id_skills-0-description", "Reverses a text.")
