@@ -90,7 +90,9 @@ COMMON_MEDIA_TYPES = (
     "text/plain", "text/markdown", "text/html", "application/json", "image/png", "image/jpeg",
     "application/pdf", "application/octet-stream", "*/*",
 )  # fmt: skip
-MEDIA_TYPE = re.compile(r"^[\w!#$&^.+*-]+/[\w!#$&^.+*-]+(\s*;\s*[\w.+-]+=\S+)*$")
+# Loose on purpose: cards in the wild (and so imported agents) say "text" or "audio"; a space
+# is what a typo looks like, a parameter aside ("text/plain; charset=utf-8").
+MEDIA_TYPE = re.compile(r"^[^\s,;\x00\[\]{}\"']+(\s*;\s*[\w.+-]+=\S+)*$")
 
 
 class MediaTypesWidget(forms.Widget):

@@ -83,12 +83,18 @@ def test_media_types_are_the_ticked_boxes_then_the_other_ones() -> None:
     assert data["modes"] == ["text/plain", "image/png", "audio/mpeg"]
 
 
+def test_an_imported_cards_loose_modes_stay_editable() -> None:
+    # Many cards say "text" rather than text/plain; the agent must still be savable.
+    data = cleaned(modes=[], modes_other="text, text/plain; charset=utf-8")
+    assert data["modes"] == ["text", "text/plain; charset=utf-8"]
+
+
 @pytest.mark.parametrize(
     ("posted", "problem"),
     [
         ({"modes": []}, "required"),
         ({"modes_other": "text plain"}, "Not a media type: text plain"),
-        ({"modes_other": "plain"}, "Not a media type: plain"),
+        ({"modes_other": "text/plain; charset"}, "Not a media type: text/plain; charset"),
         ({"modes": '["text/plain"]'}, 'Not a media type: ["text/plain"]'),
     ],
 )
