@@ -129,6 +129,7 @@ def test_a_developer_registers_and_edits_an_agent_without_typing_json(live_serve
     assert agent.security_schemes == {"bearer": {"type": "http", "scheme": "bearer"}}
     assert agent.security_requirements == [{"bearer": []}]
     assert agent.executor_settings == {"functions": {"rev": "demo.reverse"}}
+    assert agent.sign_card  # the page shows the box, ticked as the model's default
 
 
 def test_the_access_page_shows_the_lists_only_for_listed(live_server: Any) -> None:
