@@ -358,6 +358,8 @@ EXECUTOR_KINDS: dict[str, dict[str, str]] = {
         "label": "Orchestrator demo (sends sub-tasks to hosted agents)",
     },
 }
+# Each kind's settings form, shown by the admin and the developer pages alike.
+EXECUTOR_SETTINGS_FORMS = "executors.settings_forms.SETTINGS_FORMS"
 # Modules that register Python skills (@skill) for agents of the `python` executor kind.
 A2A_SKILL_MODULES = env_list("A2A_SKILL_MODULES", "executors.demo_skills")
 AGENT_CACHE_SECONDS = env_float("AGENT_CACHE_SECONDS", 2.0, 0.0, 3600.0)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
-from agents.forms import AgentForm, ApiKeyForm, SkillFormSet
+from agents.forms import AgentForm, ApiKeyForm, SkillForm, SkillFormSet
 from agents.lookup import forget_agents
 from agents.models import AccessVia, Agent, ApiKey, Skill
 from agents.views import public_base_url
@@ -23,16 +23,20 @@ from agents.views import public_base_url
 
 class SkillInline(admin.StackedInline):
     model = Skill
+    form = SkillForm
     formset = SkillFormSet
     extra = 0
     min_num = 0
     fields = [
-        ("skill_id", "name", "position"),
+        ("skill_id", "name", "position", "extended_only"),
         "description",
         ("tags", "examples"),
         ("input_modes", "output_modes"),
-        ("security_requirements", "extended_only"),
+        "security_requirements",
     ]
+
+    def get_extra(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> int:
+        return 0 if obj else 1  # a new agent needs a skill: its form is there at once
 
 
 @admin.register(Agent)
@@ -64,30 +68,22 @@ class AgentAdmin(admin.ModelAdmin):
         "last_limit_hit_at",
     ]
     actions = ["enable_agents", "disable_agents"]
-    filter_horizontal = ["allowed_users", "allowed_groups", "allowed_applications"]
+    # One-line search boxes, not three tall pick-lists; shown only with access "listed".
+    autocomplete_fields = ["owner", "allowed_users", "allowed_groups", "allowed_applications"]
     fieldsets = [
         (
             None,
-            {"fields": ["slug", "name", "description", "version", "enabled", "public", "owner"]},
-        ),
-        (
-            "Provider and links",
-            {"fields": ["provider_organization", "provider_url", "icon_url", "documentation_url"]},
-        ),
-        (
-            "Capabilities",
             {
                 "fields": [
-                    "streaming",
-                    "push_notifications",
-                    "extended_card",
-                    "sign_card",
-                    "extensions",
-                    "default_input_modes",
-                    "default_output_modes",
+                    ("slug", "version"),
+                    "name",
+                    "description",
+                    ("enabled", "public"),
+                    "owner",
                 ]
             },
         ),
+        ("Executor", {"fields": [("executor_kind", "execution_mode"), "executor_settings"]}),
         (
             "Who may call it",
             {
@@ -100,19 +96,44 @@ class AgentAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Security", {"fields": ["security_schemes", "security_requirements"]}),
-        ("Executor", {"fields": ["executor_kind", "executor_settings", "execution_mode"]}),
+        (
+            "Card: modes and capabilities",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "default_input_modes",
+                    "default_output_modes",
+                    ("streaming", "push_notifications", "extended_card", "sign_card"),
+                    "extensions",
+                ],
+            },
+        ),
+        (
+            "Card: security",
+            {"classes": ["collapse"], "fields": ["security_schemes", "security_requirements"]},
+        ),
+        (
+            "Card: provider and links",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    ("provider_organization", "provider_url"),
+                    ("icon_url", "documentation_url"),
+                ],
+            },
+        ),
         (
             "Limits",
             {
+                "classes": ["collapse"],
                 "fields": [
                     ("max_concurrent_tasks", "requests_per_minute"),
                     ("max_message_bytes", "task_timeout_seconds"),
                     ("limit_hits", "last_limit_hit", "last_limit_hit_at"),
-                ]
+                ],
             },
         ),
-        ("History", {"fields": ["created_at", "updated_at"]}),
+        ("History", {"classes": ["collapse"], "fields": [("created_at", "updated_at")]}),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:

@@ -54,3 +54,9 @@ def check_settings(kind: str, executor_settings: dict[str, Any]) -> None:
     check = getattr(executor_class(kind), "check_settings", None)
     if check is not None:
         check(executor_settings)
+
+
+def settings_forms() -> dict[str, Any]:
+    """Each kind's settings form (fields instead of raw JSON), from `EXECUTOR_SETTINGS_FORMS`:
+    the forms live with the executors, which the catalog does not import."""
+    return dict(_imported(settings.EXECUTOR_SETTINGS_FORMS))

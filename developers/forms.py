@@ -1,8 +1,9 @@
 """The developer's forms: the admin's agent form and skill formset, cut to what an owner sets;
 API keys, OAuth2 applications and who may call an agent.
 
-Validation is the admin's own (both card versions through the official SDK, executor
-settings, DOT's checks of an application); only the field lists, widgets and choices live here.
+Validation and inputs are the admin's own (agents.forms: plain inputs for the card, each
+executor kind's settings form, both card versions through the official SDK; DOT's checks of an
+application); only the field lists live here.
 """
 
 from __future__ import annotations
@@ -16,16 +17,11 @@ from django.forms.models import inlineformset_factory
 from django.utils.html import escape
 from oauth2_provider.models import Application
 
-from agents.forms import AgentForm, SkillFormSet
+from agents.forms import AgentForm, SkillForm, SkillFormSet
 from agents.models import Agent, Skill, slug_validator
-from executors.settings_forms import SETTINGS_FORMS, ExecutorSettingsForm
 
 if TYPE_CHECKING:
     from django.forms import BaseInlineFormSet
-
-
-def json_area(rows: int, placeholder: str) -> forms.Textarea:
-    return forms.Textarea(attrs={"rows": rows, "class": "json", "placeholder": placeholder})
 
 
 class DeveloperAgentForm(AgentForm):
@@ -40,77 +36,18 @@ class DeveloperAgentForm(AgentForm):
             "security_schemes", "security_requirements",
             "executor_kind", "executor_settings",
         ]  # fmt: skip
-        widgets = {
-            "description": forms.Textarea(attrs={"rows": 3}),
-            "default_input_modes": json_area(1, '["text/plain"]'),
-            "default_output_modes": json_area(1, '["text/plain"]'),
-            "extensions": json_area(2, "[]"),
-            "security_schemes": json_area(
-                3, '{"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}'
-            ),
-            "security_requirements": json_area(2, '[{"apiKey": []}]'),
-            "executor_settings": json_area(2, "{}"),
-        }
-
-    # The executor's settings are the selected kind's settings form (fields prefixed
-    # `settings-<kind>`); a post that carries a raw `executor_settings` JSON instead (scripts,
-    # older pages) is judged as the admin judges it.
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.stored_kind = self.instance.executor_kind
-        self.stored_settings = dict(self.instance.executor_settings or {})
-        self.raw_settings = self.is_bound and "executor_settings" in self.data
-        self.selected_kind = str(self.data.get("executor_kind", "")) if self.is_bound else ""
-        self.selected_kind = self.selected_kind or self.stored_kind
-        self.settings_forms: dict[str, ExecutorSettingsForm] = {}
-        for kind, form_class in SETTINGS_FORMS.items():
-            prefix = f"settings-{kind}"
-            if self.is_bound and not self.raw_settings and kind == self.selected_kind:
-                self.settings_forms[kind] = form_class(self.data, prefix=prefix)
-            else:
-                stored = self.stored_settings if kind == self.stored_kind else None
-                self.settings_forms[kind] = form_class.from_settings(stored, prefix=prefix)
-
-    @property
-    def executor_forms(self) -> list[tuple[str, ExecutorSettingsForm, bool]]:
-        """(kind, its settings form, whether it is the selected kind), for the page."""
-        return [(k, f, k == self.selected_kind) for k, f in self.settings_forms.items()]
-
-    def clean(self) -> dict[str, Any]:
-        settings_form = self.settings_forms.get(str(self.cleaned_data.get("executor_kind")))
-        use_form = self.is_bound and not self.raw_settings
-        if use_form and (settings_form is None or settings_form.is_valid()):
-            kind = self.cleaned_data.get("executor_kind")
-            stored = self.stored_settings if kind == self.stored_kind else None
-            settings = settings_form.settings(stored) if settings_form else {}
-            self.cleaned_data["executor_settings"] = self.instance.executor_settings = settings
-        cleaned = super().clean()
-        if use_form and settings_form is not None and not settings_form.is_valid():
-            # The settings form's own errors (shown next to its fields) replace any about the
-            # settings as a whole; listed here too, for the live preview.
-            self.errors.pop("executor_settings", None)
-            for field, messages in settings_form.errors.items():
-                label = settings_form.fields[field].label if field in settings_form.fields else ""
-                for message in messages:
-                    self.add_error("executor_settings", f"{label}: {message}" if label else message)
-        return cleaned
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
 
-class DeveloperSkillForm(forms.ModelForm):
-    class Meta:
-        model = Skill
+class DeveloperSkillForm(SkillForm):
+    # A skill's own requirements are the operators' (the admin): not posted here, so kept.
+    security_requirements = None  # type: ignore[assignment]
+
+    class Meta(SkillForm.Meta):
         fields = [
             "skill_id", "name", "description", "tags", "examples",
             "input_modes", "output_modes", "extended_only",
         ]  # fmt: skip
-        widgets = {
-            "description": forms.Textarea(attrs={"rows": 2}),
-            "tags": json_area(1, '["greeting", "demo"]'),
-            "examples": json_area(1, '["hello"]'),
-            "input_modes": json_area(1, "[] (the agent's defaults)"),
-            "output_modes": json_area(1, "[] (the agent's defaults)"),
-        }
 
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ without settings (conformance) have no form: `settings_form_for` answers None.
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from django import forms
@@ -16,13 +15,13 @@ from django.core.exceptions import ValidationError
 from django.utils.html import escape
 
 from agents.forms import validate_executor_settings
+from agents.inputs import Column, RowsWidget, filled
 from agents.models import slug_validator
 from executors import echo, http, interview, remote, slow
 from executors.http import validate_http_settings
 from executors.python import validate_python_settings
 from executors.remote import validate_remote_settings
 
-LINE = re.compile(r"^\s*(?P<skill>[^=]+?)\s*=\s*(?P<name>\S.*?)\s*$")
 ANY_SKILL = "*"  # function_names' key for a single {"function": name}
 
 
@@ -122,24 +121,56 @@ def registered_functions() -> list[str]:
     return sorted(REGISTRY)
 
 
+def function_columns() -> list[Column]:
+    names = registered_functions()
+    return [
+        Column("skill", "Skill id", placeholder="a skill's id, or * for every skill",
+               suggestions=[ANY_SKILL]),
+        Column("function", "Function", kind="select", choices=[(n, n) for n in names]),
+    ]  # fmt: skip
+
+
+class FunctionsField(forms.Field):
+    """Which registered function serves each skill, one row a skill: the skill's id (or `*`
+    for every skill) and a function picked from those registered."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(widget=RowsWidget(function_columns(), "Add a row"), **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return [{"skill": skill, "function": name} for skill, name in value.items()]
+        return value
+
+    def to_python(self, value: Any) -> dict[str, str]:
+        mapping: dict[str, str] = {}
+        for number, row in filled(value):
+            skill, name = row.get("skill", ""), row.get("function", "")
+            if not skill or not name:
+                raise ValidationError(f"Row {number}: give both the skill id and the function.")
+            if skill in mapping:
+                raise ValidationError(f"Row {number}: skill {skill} is named twice.")
+            mapping[skill] = name
+        return mapping
+
+
 class PythonSettingsForm(ExecutorSettingsForm):
-    """One line per skill: `skill id = registered function name` (`* = name`: every skill)."""
+    """One row per skill: its id (`*`: every skill) and the registered function serving it."""
 
     kind = "python"
     keys = ("functions", "function")
 
-    functions = forms.CharField(
-        label="Functions",
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "greet = hello\nsum = add"}),
-    )
+    functions = FunctionsField(label="Functions")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = registered_functions()
+        # Modules may register functions after this module was imported: offer today's.
+        self.fields["functions"].widget.columns = function_columns()  # type: ignore[attr-defined]
         known = ", ".join(f"<code>{escape(name)}</code>" for name in names) or "none yet"
         self.fields["functions"].help_text = (
-            "One line per skill: <code>skill id = function name</code>; "
-            f"<code>* = name</code> serves every skill. Registered functions: {known}."
+            "One row per skill: its id and the function that answers it; "
+            f"<code>*</code> serves every skill. Registered functions: {known}."
         )
 
     @classmethod
@@ -147,19 +178,10 @@ class PythonSettingsForm(ExecutorSettingsForm):
         from executors.python import function_names
 
         names = function_names(settings)
-        return {"functions": "\n".join(f"{s} = {n}" for s, n in names.items())} if names else {}
+        return {"functions": names} if names else {}
 
     def clean_functions(self) -> dict[str, str]:
-        mapping: dict[str, str] = {}
-        for number, line in enumerate(self.cleaned_data["functions"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            match = LINE.match(line)
-            if match is None:
-                raise ValidationError(f"Line {number}: write “skill id = function name”.")
-            if match["skill"] in mapping:
-                raise ValidationError(f"Line {number}: skill {match['skill']} is named twice.")
-            mapping[match["skill"]] = match["name"]
+        mapping: dict[str, str] = self.cleaned_data["functions"]
         validate_python_settings({"functions": mapping})
         return mapping
 

@@ -47,4 +47,21 @@ def fill_skill(page: Page, n: int, skill_id: str, name: str) -> None:
     page.fill(f"#id_skills-{n}-skill_id", skill_id)
     page.fill(f"#id_skills-{n}-name", name)
     page.fill(f"#id_skills-{n}-description", f"The {name} skill.")
-    page.fill(f"#id_skills-{n}-tags", '["demo"]')
+    add_tags(page, f"#id_skills-{n}-tags", "demo")
+
+
+def add_tags(page: Page, field: str, text: str) -> None:
+    """Type `text` into a tag-chip input (`field` is the posted input's selector) and press
+    Enter, as a person adds tags."""
+    page.fill(f"{field}-entry", text)
+    page.press(f"{field}-entry", "Enter")
+
+
+def json_inputs(page: Page, form: str) -> list[str]:
+    """The names of the boxes in `form` that ask for JSON: a `json` textarea, or a box whose
+    value is a JSON list or object. Hidden settings of other executor kinds count too."""
+    found: list[str] = page.locator(f"{form} textarea, {form} input[type=text]").evaluate_all(
+        """boxes => boxes.filter((box) => box.classList.contains("json")
+              || ["[", "{"].includes(box.value.trim().charAt(0))).map((box) => box.name)"""
+    )
+    return found

@@ -51,19 +51,6 @@
     total.value = Number(total.value) + 1;
     later();
   });
-  // Only the selected executor kind's settings are shown and posted (a disabled fieldset's
-  // fields are not sent); the server judges that kind's form alone.
-  const kindSelect = document.getElementById("id_executor_kind");
-  function showSettings() {
-    for (const box of form.querySelectorAll("fieldset.executor-settings")) {
-      const selected = box.dataset.kind === kindSelect.value;
-      box.hidden = !selected;
-      box.disabled = !selected;
-    }
-  }
-  kindSelect.addEventListener("change", showSettings);
-  showSettings();
-
   form.addEventListener("input", later);
   form.addEventListener("change", later);
   refresh();

@@ -24,6 +24,28 @@ from executors.settings_forms import (
 )
 from tests.factories.agents import agent_data, owned
 
+
+def rows(*pairs: tuple[str, str], name: str = "functions") -> dict[str, str]:
+    """A python agent's function rows as the page posts them: skill id, function."""
+    data = {}
+    for n, (skill, function) in enumerate(pairs):
+        data |= {f"{name}-{n}-skill": skill, f"{name}-{n}-function": function}
+    return data
+
+
+def posted(form: Any) -> dict[str, Any]:
+    """What an unbound form's inputs post back (row fields as one input a cell)."""
+    data: dict[str, Any] = {}
+    for name in form.fields:
+        value = form[name].value()
+        if isinstance(value, list):
+            for n, row in enumerate(value):
+                data |= {f"{name}-{n}-{key}": cell for key, cell in row.items()}
+        else:
+            data[name] = value
+    return data
+
+
 GOOD: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
     "http": (
         {"url": "https://backend.example/a2a", "timeout": "12.5", "retries": "3"},
@@ -34,7 +56,7 @@ GOOD: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
         {"card_url": "https://agent.example/.well-known/agent-card.json", "timeout": 60.0},
     ),
     "python": (
-        {"functions": "rev = demo.reverse\n\ncount = demo.word_count\n"},
+        rows(("rev", "demo.reverse"), ("", ""), ("count", "demo.word_count")),
         {"functions": {"rev": "demo.reverse", "count": "demo.word_count"}},
     ),
     "echo": ({"chunks": "5"}, {"chunks": 5}),
@@ -55,10 +77,12 @@ BAD: list[tuple[str, dict[str, str], str, str]] = [
     ("a2a-remote", {"timeout": "60"}, "card_url", "required"),
     ("a2a-remote", {"card_url": "http://192.168.0.1/card", "timeout": "60"}, "card_url", "may not"),
     ("a2a-remote", {"card_url": "https://a.example/c", "timeout": "0.5"}, "timeout", "1"),
-    ("python", {"functions": "rev = no.such.function"}, "functions", "no.such.function"),
-    ("python", {"functions": "rev demo.reverse"}, "functions", "skill id = function name"),
-    ("python", {"functions": "a = demo.reverse\na = demo.word_count"}, "functions", "twice"),
-    ("python", {"functions": ""}, "functions", "required"),
+    ("python", rows(("rev", "no.such.function")), "functions", "no.such.function"),
+    ("python", rows(("rev", "")), "functions", "Row 1: give both"),
+    ("python", rows(("", "demo.reverse")), "functions", "Row 1: give both"),
+    ("python", rows(("a", "demo.reverse"), ("a", "demo.word_count")), "functions", "twice"),
+    ("python", rows(("", "")), "functions", "required"),
+    ("python", {}, "functions", "required"),
     ("echo", {"chunks": "0"}, "chunks", "1"),
     ("writer", {"delay": "-1"}, "delay", "0"),
     ("slow", {"seconds": "5", "step": "0"}, "step", "0.1"),
@@ -84,7 +108,7 @@ def test_each_form_turns_good_input_into_the_settings_and_back(kind: str) -> Non
     assert form.settings() == settings
     # Shown again from the stored dict, the form gives the same settings.
     shown = form_class.from_settings(settings)
-    again = form_class({name: shown[name].value() for name in shown.fields})
+    again = form_class(posted(shown))
     assert again.is_valid(), again.errors
     assert again.settings() == settings
 
@@ -109,8 +133,8 @@ def test_the_defaults_are_the_executors_own() -> None:
 
 def test_a_single_python_function_stays_a_single_function() -> None:
     form = PythonSettingsForm.from_settings({"function": "demo.reverse"})
-    assert form["functions"].value() == "* = demo.reverse"
-    bound = PythonSettingsForm({"functions": "* = demo.reverse"})
+    assert form["functions"].value() == [{"skill": "*", "function": "demo.reverse"}]
+    bound = PythonSettingsForm(rows(("*", "demo.reverse")))
     assert bound.is_valid()
     assert bound.settings() == {"function": "demo.reverse"}
 
@@ -125,7 +149,7 @@ def test_the_python_form_names_the_registered_functions() -> None:
 
 
 def test_other_stored_keys_are_kept_and_the_kinds_own_replaced() -> None:
-    form = PythonSettingsForm({"functions": "a = demo.reverse"})
+    form = PythonSettingsForm(rows(("a", "demo.reverse")))
     assert form.is_valid()
     stored = {"function": "demo.word_count", "note": "kept"}
     assert form.settings(stored) == {"note": "kept", "functions": {"a": "demo.reverse"}}
@@ -137,7 +161,7 @@ def test_other_stored_keys_are_kept_and_the_kinds_own_replaced() -> None:
 def page_data(kind: str, settings: dict[str, str], **fields: str) -> dict[str, str]:
     """What the register page posts: the kind's settings fields, no raw JSON."""
     data = agent_data(executor_kind=kind, **fields)
-    del data["executor_settings"]
+    data.pop("executor_settings", None)
     return data | {f"settings-{kind}-{name}": value for name, value in settings.items()}
 
 
@@ -182,7 +206,7 @@ def test_bad_settings_are_refused_next_to_the_settings_field(dev_client: Client)
 
 @pytest.mark.django_db
 def test_the_preview_lists_the_settings_errors(dev_client: Client) -> None:
-    data = page_data("python", {"functions": "rev = no.such.function"})
+    data = page_data("python", rows(("rev", "no.such.function")))
     result = dev_client.post(reverse("developers:preview-new"), data).json()
     assert not result["ok"]
     assert any("no.such.function" in problem for problem in result["errors"])
@@ -266,6 +290,7 @@ def test_the_page_shows_the_selected_kinds_fields_in_a_browser(live_server: Any)
         expect(url).to_be_visible()
         expect(page.locator("#id_settings-http-timeout")).to_have_value("30.0")
         expect(page.locator("#id_settings-python-functions")).to_be_hidden()
+        expect(page.locator("#id_settings-python-functions-0-function")).to_be_hidden()
         errors = page.locator("#preview-errors")
         url.fill("http://10.0.0.5/hook")
         expect(errors).to_contain_text("may not call")

@@ -1,5 +1,6 @@
 """The admin's agent form as an operator fills it in: a valid agent with one skill, with any
-field changed."""
+field changed (plain values: tags separated by commas, media types as ticked boxes, the
+executor kind's settings fields)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,10 @@ def agent_form(**overrides: Any) -> dict[str, Any]:
         "enabled": "on",
         "public": "on",
         "streaming": "on",
-        "extensions": "[]",
-        "default_input_modes": '["text/plain"]',
-        "default_output_modes": '["text/plain"]',
-        "security_schemes": "{}",
-        "security_requirements": "[]",
+        "default_input_modes": "text/plain",
+        "default_output_modes": "text/plain",
         "access": "anyone",
         "executor_kind": "echo",
-        "executor_settings": "{}",
         "skills-TOTAL_FORMS": "1",
         "skills-INITIAL_FORMS": "0",
         "skills-MIN_NUM_FORMS": "0",
@@ -34,11 +31,7 @@ def agent_form(**overrides: Any) -> dict[str, Any]:
         "skills-0-name": "Greet",
         "skills-0-position": "0",
         "skills-0-description": "Says hello.",
-        "skills-0-tags": '["hello"]',
-        "skills-0-examples": "[]",
-        "skills-0-input_modes": "[]",
-        "skills-0-output_modes": "[]",
-        "skills-0-security_requirements": "[]",
+        "skills-0-tags": "hello",
     }
     data.update(overrides)
     return {k: v for k, v in data.items() if v is not None}

@@ -372,11 +372,12 @@ def agent_form(executor_settings: dict[str, Any]) -> AgentForm:
     agent = Agent(slug="backed", name="Backed", description="Calls a backend.",
                   executor_kind="http", executor_settings=executor_settings)  # fmt: skip
     data = {
-        name: json.dumps(value) if isinstance(value, dict | list) else value
+        name: value
         for name, value in model_to_dict(agent, fields=list(AgentForm.base_fields)).items()
-        if value is not None and value is not False
+        if value not in (None, False, [], {})
     }
-    return AgentForm(data=data)
+    # The settings as a script posts them: one raw JSON object, judged by the same rules.
+    return AgentForm(data=data | {"executor_settings": json.dumps(executor_settings)})
 
 
 @pytest.mark.parametrize(
