@@ -173,6 +173,10 @@ def chat_file(request: HttpRequest, slug: str) -> HttpResponse:
     data = file_bytes(part) if part is not None else None
     if part is None or data is None:
         raise Http404("No such file.")
+    return file_response(part, data)
+
+
+def file_response(part: dict[str, Any], data: bytes) -> HttpResponse:
     media_type = str(part.get("mediaType", "")).lower()
     served = media_type if IMAGE_TYPE.fullmatch(media_type) else "application/octet-stream"
     response = HttpResponse(data, content_type=served)
