@@ -73,7 +73,9 @@ def curl(agent: Agent, base_url: str, credential: Credential | None) -> str:
     ]
     if credential is not None:
         lines.append(f'  -H "{credential.header}: {credential.shell()}"')
-    lines.append(f"  -d '{json.dumps(body)}'")
+    # One field a line: the body reads (and edits) as the page shows it; a shell keeps the
+    # line breaks inside the quotes.
+    lines.append(f"  -d '{json.dumps(body, indent=2)}'")
     return " \\\n".join(lines)
 
 
