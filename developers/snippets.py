@@ -60,12 +60,14 @@ def snippets(agent: Agent, base_url: str, key: str = "") -> list[Snippet]:
     ]
 
 
+# Three lines, wrapped where a reader looks for the parts; a shell keeps the line breaks inside
+# the quotes.
+CURL_BODY = """{{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {{
+      "message": {{"messageId": "hello-1", "role": "ROLE_USER",
+                  "parts": [{{"text": {greeting}}}]}}}}}}"""
+
+
 def curl(agent: Agent, base_url: str, credential: Credential | None) -> str:
-    body = {
-        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-        "params": {"message": {"messageId": "hello-1", "role": "ROLE_USER",
-                               "parts": [{"text": GREETING}]}},
-    }  # fmt: skip
     lines = [
         f"curl -sS -X POST '{cards.jsonrpc_url(base_url, agent)}'",
         "  -H 'Content-Type: application/json'",
@@ -73,9 +75,7 @@ def curl(agent: Agent, base_url: str, credential: Credential | None) -> str:
     ]
     if credential is not None:
         lines.append(f'  -H "{credential.header}: {credential.shell()}"')
-    # One field a line: the body reads (and edits) as the page shows it; a shell keeps the
-    # line breaks inside the quotes.
-    lines.append(f"  -d '{json.dumps(body, indent=2)}'")
+    lines.append(f"  -d '{CURL_BODY.format(greeting=json.dumps(GREETING))}'")
     return " \\\n".join(lines)
 
 
