@@ -85,7 +85,8 @@ def chat_page(request: HttpRequest, slug: str) -> HttpResponse:
         "owner": owner,
         "skills": list(agent.skills.all()),
         "principal": user_principal(request.user).id,
-        "task_list_url": reverse("developers:tasks", kwargs={"slug": slug}) if owner else "",
+        # The owner's list has every caller's tasks; anyone else's, their own.
+        "task_list_url": reverse("developers:tasks", kwargs={"slug": slug}),
         "admin_task_url": (
             reverse("admin:tasks_task_change", args=[ID_SLOT]) if request.user.is_staff else ""
         ),
