@@ -85,7 +85,8 @@ def chat_page(request: HttpRequest, slug: str) -> HttpResponse:
         "owner": owner,
         "skills": list(agent.skills.all()),
         "principal": user_principal(request.user).id,
-        "task_list_url": reverse("developers:tasks", kwargs={"slug": slug}) if owner else "",
+        # The owner's list has every caller's tasks; anyone else's, their own.
+        "task_list_url": reverse("developers:tasks", kwargs={"slug": slug}),
         "admin_task_url": (
             reverse("admin:tasks_task_change", args=[ID_SLOT]) if request.user.is_staff else ""
         ),
@@ -173,6 +174,10 @@ def chat_file(request: HttpRequest, slug: str) -> HttpResponse:
     data = file_bytes(part) if part is not None else None
     if part is None or data is None:
         raise Http404("No such file.")
+    return file_response(part, data)
+
+
+def file_response(part: dict[str, Any], data: bytes) -> HttpResponse:
     media_type = str(part.get("mediaType", "")).lower()
     served = media_type if IMAGE_TYPE.fullmatch(media_type) else "application/octet-stream"
     response = HttpResponse(data, content_type=served)

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from a2ahub.login_throttle import throttled
-from developers import agent_access, applications, chat, views
+from developers import agent_access, applications, chat, task_pages, views
 
 app_name = "developers"
 
@@ -35,6 +35,9 @@ urlpatterns = [
     path("agents/<str:slug>/keys/", views.key_list, name="keys"),
     path("agents/<str:slug>/keys/<int:key_id>/revoke/", views.key_revoke, name="key-revoke"),
     path("agents/<str:slug>/tasks/", views.task_list, name="tasks"),
+    path("agents/<str:slug>/tasks/<uuid:task_id>/", task_pages.task_detail, name="task"),
+    path("agents/<str:slug>/tasks/<uuid:task_id>/body/", task_pages.task_body, name="task-body"),
+    path("agents/<str:slug>/tasks/<uuid:task_id>/file/", task_pages.task_file, name="task-file"),
     path("agents/<str:slug>/access/", agent_access.agent_access, name="agent-access"),
     path("applications/", applications.application_list, name="applications"),
     path(

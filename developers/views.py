@@ -1,7 +1,8 @@
 """The developer pages: the home page, an owner's agents, their forms, keys, tasks and "try it".
 
-Every agent page looks the agent up with the signed-in user as owner, so another user's agent
-is a 404, never a 403 that would confirm it exists.
+Every page that changes an agent looks it up with the signed-in user as owner, so another
+user's agent is a 404, never a 403 that would confirm it exists. An agent the user may call but
+not own has a read-only page (its URLs, snippets and the user's own tasks on it), as its chat.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -26,6 +28,9 @@ from agents import cards
 from agents.lookup import find_agent
 from agents.models import Agent, ApiKey
 from agents.views import public_base_url
+from developers import snippets
+from developers.access import may_call
+from developers.callers import name_callers
 from developers.forms import (
     ApiKeyForm,
     DeveloperAgentForm,
@@ -34,6 +39,7 @@ from developers.forms import (
     bind_agent_forms,
     kept_skills,
 )
+from developers.task_pages import callable_agent, sees_every_task, visible_tasks
 from developers.tryit import send_as_owner
 from executors import remote_cards as importing
 from tasks.admin_lists import CappedPaginator, capped_count
@@ -52,7 +58,12 @@ def owned_agent(request: HttpRequest, slug: str) -> Agent:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    agents = Agent.objects.filter(public=True, enabled=True).annotate(skill_count=Count("skills"))
+    agents = list(
+        Agent.objects.filter(public=True, enabled=True).annotate(skill_count=Count("skills"))
+    )
+    for agent in agents:
+        # Links only to what the user may use: the chat and the agent's page answer 404 else.
+        agent.callable = may_call(request.user, agent)  # type: ignore[attr-defined]
     return render(request, "developers/home.html", {"agents": agents})
 
 
@@ -134,6 +145,11 @@ def save_agent(form: DeveloperAgentForm, formset: SkillForms, request: HttpReque
 @login_required
 def agent_import(request: HttpRequest) -> HttpResponse:
     form = ImportCardForm(request.POST or None)
+    # The page's hints are markup: the form's `/agents/<slug>/` would lose its `<slug>`.
+    base = public_base_url(request)
+    form.fields["slug"].help_text = escape(
+        f"The hub agent's address: {base}/agents/<slug>/, e.g. {base}/agents/weather/."
+    )
     if request.method == "POST" and form.is_valid():
         url, slug = form.cleaned_data["card_url"], form.cleaned_data["slug"]
         try:
@@ -211,20 +227,27 @@ def label_of(form: DeveloperAgentForm, field: str) -> str:
 @login_required
 @require_GET
 def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    agent = owned_agent(request, slug)
+    """The owner's page of the agent, or a read-only one for a user who may call it."""
+    agent = callable_agent(request.user, slug)
     base = public_base_url(request)
     try:
         card = cards.card_document(cards.build_card(agent, base), cards.UNION)
         card_text = json.dumps(card, indent=2, ensure_ascii=False)
     except Exception as exc:  # a stored card that no longer builds must still be shown
         card_text = f"This card does not build: {exc}"
+    recent = list(visible_tasks(request.user, agent).order_by("-created_at", "-id")[:5])
+    name_callers(recent)
     context = {
         "agent": agent,
+        "readonly": agent.owner_id != request.user.pk,
+        "sees_all": sees_every_task(request.user, agent),
         "card_text": card_text,
         "card_url": cards.card_url(base, agent),
         "jsonrpc_url": cards.jsonrpc_url(base, agent),
         "rest_url": cards.rest_url(base, agent),
-        "recent_tasks": [with_status_text(t) for t in agent.tasks.order_by("-created_at")[:5]],
+        "snippets": snippets.snippets(agent, base),
+        "credential": snippets.credential_of(agent),
+        "recent_tasks": [with_status_text(t) for t in recent],
         "active_keys": agent.api_keys.filter(revoked_at__isnull=True).count(),
         "remote": importing.sync_state(agent) if importing.is_remote(agent) else None,
     }
@@ -267,6 +290,8 @@ def key_list(request: HttpRequest, slug: str) -> HttpResponse:
         form = ApiKeyForm()
     keys = agent.api_keys.select_related("owner")
     context = {"agent": agent, "keys": keys, "form": form, "secret": secret}
+    if secret:
+        context["snippets"] = snippets.snippets(agent, public_base_url(request), key=secret)
     return render(request, "developers/keys.html", context)
 
 
@@ -289,8 +314,9 @@ def key_revoke(request: HttpRequest, slug: str, key_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def task_list(request: HttpRequest, slug: str) -> HttpResponse:
-    agent = owned_agent(request, slug)
-    tasks = Task.objects.filter(agent=agent).order_by("-created_at", "-id")
+    """Every caller's tasks for the owner (and staff); a caller's own for anyone else."""
+    agent = callable_agent(request.user, slug)
+    tasks = visible_tasks(request.user, agent).order_by("-created_at", "-id")
     # One task (the chat console links its task here): an id that is none is no task.
     only = request.GET.get("task", "")
     if only:
@@ -298,7 +324,15 @@ def task_list(request: HttpRequest, slug: str) -> HttpResponse:
     # The count stops at a cap ("10,000+"): filters narrow a longer list, as in the admin.
     page = CappedPaginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = [with_status_text(task) for task in page.object_list]
-    context = {"agent": agent, "page": page, "only": only, "count": str(page.paginator.count)}
+    name_callers(page.object_list)
+    context = {
+        "agent": agent,
+        "readonly": agent.owner_id != request.user.pk,
+        "sees_all": sees_every_task(request.user, agent),
+        "page": page,
+        "only": only,
+        "count": str(page.paginator.count),
+    }
     return render(request, "developers/tasks.html", context)
 
 

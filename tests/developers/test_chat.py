@@ -112,7 +112,7 @@ def test_staff_chat_with_every_agent_and_get_the_admins_link(
     assert 'data-admin-task-url="/admin/tasks/task/TASK-ID/change/"' in page
 
 
-def test_the_owner_gets_the_link_to_the_task_list_and_others_do_not(
+def test_every_caller_gets_the_link_to_their_task_list(
     dev_client: Client, developer: User, rival: User
 ) -> None:
     owned("mine", developer)
@@ -120,7 +120,10 @@ def test_the_owner_gets_the_link_to_the_task_list_and_others_do_not(
     mine = dev_client.get(chat_url("mine")).content.decode()
     assert 'data-task-list-url="/dev/agents/mine/tasks/"' in mine
     assert 'data-admin-task-url=""' in mine
-    assert 'data-task-list-url=""' in dev_client.get(chat_url("theirs")).content.decode()
+    # Not the owner: the list shows the developer's own tasks (tests/developers/test_task_view.py).
+    theirs = dev_client.get(chat_url("theirs")).content.decode()
+    assert 'data-task-list-url="/dev/agents/theirs/tasks/"' in theirs
+    assert dev_client.get("/dev/agents/theirs/tasks/").status_code == 200
 
 
 def test_the_page_shows_hostile_names_as_text(dev_client: Client, developer: User) -> None:

@@ -110,7 +110,17 @@ def test_an_owner_sees_only_their_own_agents(
 
 
 @pytest.mark.parametrize("suffix", ["", "edit/", "keys/", "tasks/"])
-def test_another_users_agent_is_not_found(dev_client: Client, rival: User, suffix: str) -> None:
+def test_another_users_agent_the_developer_may_not_call_is_not_found(
+    dev_client: Client, rival: User, suffix: str
+) -> None:
+    owned("theirs", rival, access="listed")
+    assert dev_client.get(f"/dev/agents/theirs/{suffix}").status_code == 404
+
+
+@pytest.mark.parametrize("suffix", ["edit/", "keys/", "access/"])
+def test_another_users_agent_the_developer_may_call_is_still_not_theirs_to_change(
+    dev_client: Client, rival: User, suffix: str
+) -> None:
     owned("theirs", rival)
     assert dev_client.get(f"/dev/agents/theirs/{suffix}").status_code == 404
 
