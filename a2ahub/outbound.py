@@ -345,6 +345,10 @@ def _parse_url(url: str) -> httpx.URL:
         raise UnsafeURL(f"{url!r} has no host")
     if parsed.userinfo:
         raise UnsafeURL("the URL must not contain a user name or password")
+    if b"%" in parsed.raw_host:
+        # No client decodes it today, so no lookup could succeed; judged as refused rather
+        # than as whatever a future client makes of it.
+        raise UnsafeURL(f"{url!r} has a percent-encoded host")
     return parsed
 
 

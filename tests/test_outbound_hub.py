@@ -157,3 +157,12 @@ def test_the_pool_judges_numeric_hosts_as_the_address_they_connect_to(
         with pytest.raises(outbound.UnsafeURL, match="a loopback address"):
             asyncio.run(pool_post(url))
     assert Counter.seen == []
+
+
+@pytest.mark.parametrize("host", ["127.0.0.%31", "local%68ost", "[::1%25lo]"])
+def test_a_percent_encoded_host_is_refused(hub_port: int, host: str) -> None:
+    with pytest.raises(outbound.UnsafeURL):
+        outbound.check_url(f"http://{host}:{hub_port}/", allow_unresolved=True)
+    with pytest.raises(outbound.UnsafeURL):
+        asyncio.run(pool_post(f"http://{host}:{hub_port}/push/inbox/t/", ("/push/inbox/",)))
+    assert Counter.seen == []
