@@ -74,6 +74,10 @@ def sub_message(context: RequestContext) -> pb.SendMessageRequest:
 
 
 async def ask(base: str, slug: str, context: RequestContext) -> Answer:
+    if slug == context.agent.slug:
+        # Asking itself would start a turn that asks itself again, once per listing: the hop
+        # limit would end it, but only after 2**8 calls for an orchestrator listed twice.
+        return Answer(slug, error="an orchestrator does not ask itself")
     card_url = f"{base}/agents/{slug}/.well-known/agent-card.json"
     # The hub's own doors, one hop further: an orchestrator that lists itself ends at the limit.
     link = Link(headers=hops.next_headers(context.metadata), hub_paths=("/",))
