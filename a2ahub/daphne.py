@@ -95,6 +95,25 @@ def with_backlog(descriptions: list[str]) -> list[str]:
     return [f"{d}:backlog={LISTEN_BACKLOG}" if d.startswith("tcp:") else d for d in descriptions]
 
 
+def endpoints_of(original: Any, **bind: Any) -> list[str]:
+    """daphne's endpoint strings for --bind/--port, with our backlog; where it listens is the
+    hub's own origin (the application is loaded by then), so the outbound guard knows the
+    port a test or an operator chose on the command line, not only settings.PORT."""
+    listening_at(bind.get("host"), bind.get("port"))
+    return with_backlog(original(**bind))
+
+
+def listening_at(host: str | None, port: int | None) -> None:
+    from a2ahub.outbound import register_own_origin
+
+    if not host or port is None:
+        return
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host.strip("[]")
+    register_own_origin(f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}")
+    if shown in ("127.0.0.1", "::1", "localhost"):
+        register_own_origin(f"http://localhost:{port}")
+
+
 def patch(owner: type, name: str, wrapper: Any) -> None:
     original = getattr(owner, name)
 
@@ -117,7 +136,7 @@ def main() -> None:
     patch(WebRequest, "__init__", request_init)
     patch(AccessLogGenerator, "__call__", access_entry)
     endpoints = cli.build_endpoint_description_strings
-    cli.build_endpoint_description_strings = lambda *a, **k: with_backlog(endpoints(*a, **k))
+    cli.build_endpoint_description_strings = lambda **bind: endpoints_of(endpoints, **bind)
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()
 

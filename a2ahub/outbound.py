@@ -15,7 +15,18 @@ certificate checks are for the name. Environment proxies and `.netrc` are ignore
 (`trust_env=False`), redirects are never followed (a 3xx is returned as is), and a single
 deadline per call clamps every connect, read and write, so a server that drips its answer byte
 by byte cannot hold a worker past the time limit. Host names and addresses listed in
-`settings.OUTBOUND_ALLOWED_HOSTS`, and the hub's own origin, skip the address checks.
+`settings.OUTBOUND_ALLOWED_HOSTS` skip the address checks.
+
+The hub itself is never a target unless the caller says which of its paths it may reach
+(`hub_paths`: the push inbox for webhooks, everything for the orchestrator): a card or backend
+naming the hub would make each call call the hub again. The hub is known by its origins
+(PUBLIC_BASE_URL, registered origins such as where it listens) and by HOST, ALLOWED_HOSTS and
+the loopback names on those ports; a name that resolves to one of those addresses and ports is
+refused at connect time too. A path on the hub is judged as a server routes it: percent-decoded,
+and refused outright if it holds a dot segment in any spelling (httpx sends `%2e%2e` as is,
+aiohttp resolves it; either way the answer must be the same). Host names are judged in their
+normal form (lower case, no trailing dot, and the legacy numeric IPv4 forms such as
+`2130706433` or `0x7f.1` as the dotted address the socket layer makes of them).
 
 `a2ahub.outbound_pool` sends many small requests at once over kept-alive connections (webhook
 deliveries) with the same checks: `check_target` before each request, and `connectable` when
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import socket
 import ssl
 import time
@@ -42,6 +54,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import httpcore
@@ -170,12 +183,23 @@ Origin = tuple[str, str, int]
 _own_origins: set[Origin] = set()
 
 
+# The numeric IPv4 spellings inet_aton accepts (one to four parts, decimal, octal or hex): the
+# socket layer connects "2130706433" or "0x7f.1" to 127.0.0.1, so they are judged as that.
+_LEGACY_IPV4 = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
 def _normal_host(host: str) -> str:
     host = host.strip().strip("[]").lower().rstrip(".")
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
-        return host
+        pass
+    if _LEGACY_IPV4.fullmatch(host):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return host
+    return host
 
 
 def _allowed_hosts() -> set[str]:
@@ -211,13 +235,94 @@ def forget_own_origins() -> None:
     _own_origins.clear()
 
 
+def _origins() -> set[Origin]:
+    public = _origin(settings.PUBLIC_BASE_URL) if settings.PUBLIC_BASE_URL else None
+    return {*_own_origins, public} - {None}  # type: ignore[return-value]
+
+
 def is_own_origin(url: str) -> bool:
     """True if `url` has exactly the scheme, host and port of one of the hub's own origins."""
     key = _origin(url)
-    if key is None:
-        return False
-    public = _origin(settings.PUBLIC_BASE_URL) if settings.PUBLIC_BASE_URL else None
-    return key == public or key in _own_origins
+    return key is not None and key in _origins()
+
+
+# --- Where the hub itself answers -------------------------------------------------------------
+
+_ANY_ADDRESS = {"", "0.0.0.0", "::"}
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def _plain_hosts(hosts: Iterable[str]) -> set[str]:
+    # ALLOWED_HOSTS' patterns (".example.com", "*") name no one host.
+    return {_normal_host(h) for h in hosts if h and "*" not in h and not h.startswith(".")}
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _ANY_ADDRESS or host == "localhost":
+        return True
+    return _is_address(host) and ipaddress.ip_address(host).is_loopback
+
+
+def own_endpoints() -> frozenset[tuple[str, int]]:
+    """Every (host or address, port) where the hub's own doors answer: its origins, HOST and
+    Django's ALLOWED_HOSTS on the ports it is known by, and each loopback spelling on a port it
+    serves on loopback or on every address."""
+    origins = _origins()
+    key = (frozenset(origins), settings.HOST, settings.PORT, tuple(settings.ALLOWED_HOSTS))
+    return _endpoints_of(key)
+
+
+@cache
+def _endpoints_of(
+    key: tuple[frozenset[Origin], str, int, tuple[str, ...]],
+) -> frozenset[tuple[str, int]]:
+    origins, host, port, allowed_hosts = key
+    ports = {port} | {origin[2] for origin in origins}
+    hosts = _plain_hosts([host, *allowed_hosts])
+    found = {origin[1:] for origin in origins} | {(h, p) for h in hosts for p in ports}
+    found |= {(name, p) for h, p in list(found) if _is_loopback(h) for name in _LOOPBACK}
+    return frozenset(found)
+
+
+def names_the_hub(host: str, port: int) -> bool:
+    """Whether a connection to `host` (a name or an address) and `port` reaches the hub."""
+    normal = _normal_host(host)
+    endpoints = own_endpoints()
+    if (normal, port) in endpoints:
+        return True
+    # A hub on loopback or every address answers on all of 127.0.0.0/8.
+    return _is_address(normal) and _is_loopback(normal) and ("127.0.0.1", port) in endpoints
+
+
+def hub_path(url: str) -> str:
+    """The path of `url` as the hub's router will read it (percent-decoded). A dot segment in
+    any spelling (`..`, `%2e%2e`, `.%2E`, `..%2f`) is refused: httpx sends some of them as they
+    are and aiohttp resolves them, so no one reading of the path is the one that arrives."""
+    path = unquote(urlsplit(url).path)
+    segments = path.replace("\\", "/").split("/")
+    if any(segment in (".", "..") for segment in segments):
+        raise UnsafeURL(f"{url!r} has a dot segment in its path, which the hub does not follow")
+    return path
+
+
+def _check_hub_path(url: str, hub_paths: tuple[str, ...]) -> None:
+    if not hub_paths:
+        raise UnsafeURL(
+            f"{url!r} points at this hub itself; the hub does not call its own doors "
+            "(a card or backend naming the hub would make every call call the hub again)"
+        )
+    path = hub_path(url)
+    if not any(path.startswith(allowed) for allowed in hub_paths):
+        raise UnsafeURL(f"on this hub, only {', '.join(hub_paths)} may be reached")
+
+
+def _refuse_the_hub(host: str, port: int, addresses: Iterable[str]) -> None:
+    for address in addresses:
+        if names_the_hub(address, port):
+            raise UnsafeURL(
+                f"{host} resolves to {address}, where this hub itself listens on port {port}; "
+                "the hub does not call its own doors"
+            )
 
 
 @dataclass(frozen=True)
@@ -225,6 +330,8 @@ class _Target:
     host: str
     port: int
     trusted: bool
+    # Whether this call may reach the hub (it names the hub, and the caller allows its path).
+    hub: bool = False
 
 
 def _parse_url(url: str) -> httpx.URL:
@@ -238,18 +345,27 @@ def _parse_url(url: str) -> httpx.URL:
         raise UnsafeURL(f"{url!r} has no host")
     if parsed.userinfo:
         raise UnsafeURL("the URL must not contain a user name or password")
+    if b"%" in parsed.raw_host:
+        # No client decodes it today, so no lookup could succeed; judged as refused rather
+        # than as whatever a future client makes of it.
+        raise UnsafeURL(f"{url!r} has a percent-encoded host")
     return parsed
 
 
-def _target(url: str) -> _Target:
-    """The checks that need no DNS: the URL's form, the allow-list, and literal addresses."""
+def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
+    """The checks that need no DNS: the URL's form, the hub itself, the allow-list, and
+    literal addresses (in their normal form)."""
     parsed = _parse_url(url)
     host = parsed.raw_host.decode("ascii")
+    normal = _normal_host(host)
     port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
-    trusted = _normal_host(host) in _allowed_hosts() or is_own_origin(url)
-    if not trusted and _is_address(host):
-        _check_addresses(host, [host])
-    return _Target(host, port, trusted)
+    hub = names_the_hub(normal, port)
+    trusted = (hub and bool(hub_paths)) or normal in _allowed_hosts()
+    if not trusted and _is_address(normal):
+        _check_addresses(host, [normal])  # a private address is refused as such first
+    if hub:
+        _check_hub_path(url, hub_paths)
+    return _Target(host, port, trusted or hub, hub)
 
 
 def _is_address(host: str) -> bool:
@@ -267,21 +383,29 @@ def _check_addresses(host: str, addresses: Iterable[str]) -> None:
             continue
         reason = refusal(ipaddress.ip_address(address))
         if reason:
-            where = f"{host} is" if address == host else f"{host} resolves to {address},"
+            where = (
+                f"{host} is"
+                if address in (host, _normal_host(host))
+                else (f"{host} resolves to {address},")
+            )
             raise UnsafeURL(
                 f"{where} {reason}; the hub only sends requests to public addresses "
                 "(OUTBOUND_ALLOWED_HOSTS opens a host for development)"
             )
 
 
-def check_url(url: str, allow_unresolved: bool = False) -> None:
-    """Raise UnsafeURL unless `url` is an http(s) URL whose host resolves to public addresses.
+def check_url(url: str, allow_unresolved: bool = False, hub_paths: tuple[str, ...] = ()) -> None:
+    """Raise UnsafeURL unless `url` is an http(s) URL whose host resolves to public addresses
+    and is not the hub itself (except under `hub_paths`, the paths of the hub it may reach).
 
     With `allow_unresolved`, a name that does not resolve now passes: a webhook may be
     registered before its DNS exists, and the connect-time check still guards every request.
     """
-    target = _target(url)
-    if target.trusted or _is_address(target.host):
+    target = _target(url, hub_paths)
+    if target.hub:
+        return
+    if _is_address(_normal_host(target.host)):
+        _refuse_the_hub(target.host, target.port, [_normal_host(target.host)])
         return
     try:
         addresses = resolve(target.host, target.port)
@@ -289,12 +413,17 @@ def check_url(url: str, allow_unresolved: bool = False) -> None:
         if allow_unresolved:
             return
         raise UnsafeURL(f"{target.host} does not resolve: {exc}") from exc
-    _check_addresses(target.host, addresses)
+    _refuse_the_hub(target.host, target.port, addresses)
+    if not target.trusted:
+        _check_addresses(target.host, addresses)
 
 
-def _connectable(host: str, addresses: list[str], trusted: bool) -> list[str]:
+def _connectable(host: str, port: int, addresses: list[str], trusted: bool, hub: bool) -> list[str]:
+    """The addresses a connection may use; `hub`: the call was let reach the hub by this name."""
     if not addresses:
         raise httpcore.ConnectError(f"{host} resolves to no address")
+    if not hub:
+        _refuse_the_hub(host, port, addresses)
     if not trusted:
         _check_addresses(host, addresses)
     return addresses
@@ -303,28 +432,33 @@ def _connectable(host: str, addresses: list[str], trusted: bool) -> list[str]:
 # --- The same checks for a pool of kept-alive connections (a2ahub/outbound_pool.py) ---------
 
 
-def check_target(url: str) -> None:
-    """Before each request of a pool: the URL's form and its literal address if it has one
-    (a pool resolves and checks names only when it opens a connection)."""
-    _target(url)
+def check_target(url: str, hub_paths: tuple[str, ...] = ()) -> None:
+    """Before each request of a pool: the URL's form, the hub itself (outside `hub_paths`),
+    and its literal address if it has one (a pool resolves and checks names only when it opens
+    a connection, and never for a host that looks like an address)."""
+    target = _target(url, hub_paths)
+    normal = _normal_host(target.host)
+    if not target.hub and _is_address(normal):
+        _refuse_the_hub(target.host, target.port, [normal])
 
 
-def trusted_endpoint(host: str, port: int) -> bool:
+def trusted_endpoint(host: str, port: int, may_reach_hub: bool = False) -> bool:
     """Whether a pool may connect to `host:port` without the address checks: an allow-listed
-    host, or the host and port of one of the hub's own origins (whatever the scheme: the
-    socket reaches the same place)."""
-    normal = _normal_host(host)
-    if normal in _allowed_hosts():
+    host, or (for a pool that may reach the hub) a host and port where the hub answers
+    (whatever the scheme: the socket reaches the same place)."""
+    if _normal_host(host) in _allowed_hosts():
         return True
-    public = _origin(settings.PUBLIC_BASE_URL) if settings.PUBLIC_BASE_URL else None
-    origins = {*_own_origins, public} - {None}
-    return any(origin[1:] == (normal, port) for origin in origins if origin)
+    return may_reach_hub and names_the_hub(host, port)
 
 
-def connectable(host: str, port: int, addresses: list[str]) -> list[str]:
+def connectable(
+    host: str, port: int, addresses: list[str], may_reach_hub: bool = False
+) -> list[str]:
     """The connect-time check of a pooled connection: the addresses it may connect to (all of
-    `addresses`, the lookup's answer); raises UnsafeURL if any is not public."""
-    return _connectable(host, addresses, trusted_endpoint(host, port))
+    `addresses`, the lookup's answer); raises UnsafeURL if any is not public, or reaches the
+    hub under another name than the hub's own (or from a pool that may not reach it)."""
+    hub = may_reach_hub and names_the_hub(host, port)
+    return _connectable(host, port, addresses, trusted_endpoint(host, port, may_reach_hub), hub)
 
 
 # --- The connect-time check -------------------------------------------------------------------
@@ -371,12 +505,20 @@ class _Stream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
+def _checked(target: _Target, host: str, port: int, addresses: list[str]) -> list[str]:
+    """The connect-time check of a client made for `target`: the URL's own host keeps what
+    `_target` found (allow-listed, or the hub where the caller may reach it); any other host
+    a library reaches through the client is checked in full."""
+    same = host == target.host and port == target.port
+    return _connectable(host, port, addresses, same and target.trusted, same and target.hub)
+
+
 class _Backend(httpcore.NetworkBackend):
     """Resolves and checks the host itself, then connects to a checked address, not the name."""
 
-    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+    def __init__(self, target: _Target, deadline: _Deadline) -> None:
         self._inner = httpcore.SyncBackend()
-        self._trusted_host = trusted_host
+        self._target = target
         self._deadline = deadline
 
     def connect_tcp(
@@ -392,7 +534,7 @@ class _Backend(httpcore.NetworkBackend):
         except OSError as exc:
             raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
         error: Exception = httpcore.ConnectError(f"cannot connect to {host}")
-        for address in _connectable(host, addresses, host == self._trusted_host):
+        for address in _checked(self._target, host, port, addresses):
             limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
             try:
                 stream = self._inner.connect_tcp(
@@ -440,9 +582,9 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
 class _AsyncBackend(httpcore.AsyncNetworkBackend):
     """The async twin of `_Backend`; the blocking lookup runs in a worker thread."""
 
-    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+    def __init__(self, target: _Target, deadline: _Deadline) -> None:
         self._inner = httpcore.AnyIOBackend()
-        self._trusted_host = trusted_host
+        self._target = target
         self._deadline = deadline
 
     async def connect_tcp(
@@ -455,7 +597,7 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         addresses = await self._resolve(host, port, timeout)
         error: Exception = httpcore.ConnectError(f"cannot connect to {host}")
-        for address in _connectable(host, addresses, host == self._trusted_host):
+        for address in _checked(self._target, host, port, addresses):
             limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
             try:
                 stream = await self._inner.connect_tcp(
@@ -487,21 +629,21 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class _Transport(httpx.HTTPTransport):
-    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+    def __init__(self, target: _Target, deadline: _Deadline) -> None:
         super().__init__(verify=_ssl_context(), trust_env=False)
         # The same pool httpx would build, but its sockets come from our checking backend.
         self._pool = httpcore.ConnectionPool(
             ssl_context=_ssl_context(),
-            network_backend=_Backend(trusted_host, deadline),
+            network_backend=_Backend(target, deadline),
         )
 
 
 class _AsyncTransport(httpx.AsyncHTTPTransport):
-    def __init__(self, trusted_host: str | None, deadline: _Deadline) -> None:
+    def __init__(self, target: _Target, deadline: _Deadline) -> None:
         super().__init__(verify=_ssl_context(), trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=_ssl_context(),
-            network_backend=_AsyncBackend(trusted_host, deadline),
+            network_backend=_AsyncBackend(target, deadline),
         )
 
 
@@ -556,10 +698,11 @@ def _send(
     headers: Mapping[str, str] | None,
     timeout: float,
     max_bytes: int,
+    hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    target = _target(url)
+    target = _target(url, hub_paths)
     deadline = _Deadline(timeout)
-    transport = _Transport(target.host if target.trusted else None, deadline)
+    transport = _Transport(target, deadline)
     with httpx.Client(transport=transport, **_client_options(timeout)) as client:
         request = client.build_request(method, url, content=content, headers=_headers(headers))
         response = client.send(request, stream=True)
@@ -581,7 +724,7 @@ async def _async_send(
 ) -> Response:
     target = _target(url)
     deadline = _Deadline(timeout)
-    transport = _AsyncTransport(target.host if target.trusted else None, deadline)
+    transport = _AsyncTransport(target, deadline)
     async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
         request = client.build_request(method, url, content=content, headers=_headers(headers))
         response = await client.send(request, stream=True)
@@ -600,9 +743,11 @@ def post(
     headers: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    """POST `content` to `url`. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
-    return _send("POST", url, content, headers, timeout, max_bytes)
+    """POST `content` to `url` (on the hub itself only under `hub_paths`). Raises UnsafeURL,
+    ResponseTooLarge or httpx.HTTPError."""
+    return _send("POST", url, content, headers, timeout, max_bytes, hub_paths)
 
 
 def get(
@@ -611,9 +756,11 @@ def get(
     headers: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    """GET `url`. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
-    return _send("GET", url, None, headers, timeout, max_bytes)
+    """GET `url` (on the hub itself only under `hub_paths`). Raises UnsafeURL,
+    ResponseTooLarge or httpx.HTTPError."""
+    return _send("GET", url, None, headers, timeout, max_bytes, hub_paths)
 
 
 async def async_post(
@@ -722,7 +869,7 @@ async def async_stream_post(
     """
     target = _target(url)
     deadline = _Deadline(timeout)
-    transport = _AsyncTransport(target.host if target.trusted else None, deadline)
+    transport = _AsyncTransport(target, deadline)
     async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
         request = client.build_request("POST", url, content=content, headers=_headers(headers))
         response = await client.send(request, stream=True)
@@ -732,15 +879,22 @@ async def async_stream_post(
             await response.aclose()
 
 
-def async_client(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+def async_client(
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    headers: Mapping[str, str] | None = None,
+    hub_paths: tuple[str, ...] = (),
+) -> httpx.AsyncClient:
     """A guarded AsyncClient for a library that makes its own requests (the A2A SDK client).
 
     Its connections pass the same connect-time check as `async_get`; `url`'s host is trusted
-    as there (allow-listed, or the hub's own origin), any other host it reaches is checked in
-    full. `timeout` is one deadline for the client's whole life; the caller closes it.
+    as there (allow-listed, or the hub itself where `hub_paths` let the caller reach it), any
+    other host it reaches is checked in full. `headers` go with every request. `timeout` is one
+    deadline for the client's whole life; the caller closes it.
     """
-    target = _target(url)
-    transport = _AsyncTransport(target.host if target.trusted else None, _Deadline(timeout))
+    target = _target(url, hub_paths)
+    transport = _AsyncTransport(target, _Deadline(timeout))
     return httpx.AsyncClient(
-        transport=transport, headers=_headers(None), **_client_options(timeout)
+        transport=transport, headers=_headers(headers), **_client_options(timeout)
     )

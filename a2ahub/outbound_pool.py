@@ -6,8 +6,10 @@ aiohttp rather than httpx here: on this project's machines an httpx AsyncClient 
 pool matches every waiting request against every connection), aiohttp about 0.12 ms, and a
 delivery engine sends a thousand a second.
 
-The guard: `check_target` refuses a URL of the wrong form or a literal address that is not
-public before each request (aiohttp never looks those up); a host name is looked up by our
+The guard: `check_target` refuses a URL of the wrong form, one on the hub itself outside the
+pool's `hub_paths`, or a literal address that is not public before each request (aiohttp never
+looks up a host that looks like an address, "2130706433" included, so it is judged there in its
+dotted form); a host name is looked up by our
 resolver when a connection is opened, every address it gives is checked (`connectable`), and
 aiohttp connects to those addresses only, so the connection is pinned to what was checked.
 A lookup is kept for DNS_CACHE_SECONDS at most; the check runs on every new connection.
@@ -35,13 +37,15 @@ DNS_CACHE_SECONDS = 5.0
 class GuardedResolver(AbstractResolver):
     """Looks names up with `outbound.resolve` (off the loop) and refuses private answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, may_reach_hub: bool = False) -> None:
         self._cache: dict[tuple[str, int], tuple[float, list[str]]] = {}
+        self._may_reach_hub = may_reach_hub
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        addresses = outbound.connectable(host, port, await self._lookup(host, port))
+        found = await self._lookup(host, port)
+        addresses = outbound.connectable(host, port, found, self._may_reach_hub)
         return [result(host, address, port) for address in addresses]
 
     async def _lookup(self, host: str, port: int) -> list[str]:
@@ -65,16 +69,19 @@ def result(host: str, address: str, port: int) -> ResolveResult:
 
 
 class OutboundPool:
-    """Kept-alive guarded connections for one event loop; at most `limit` open at once."""
+    """Kept-alive guarded connections for one event loop; at most `limit` open at once. The
+    hub itself is reached only under `hub_paths` (the push inbox, for webhooks)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, hub_paths: tuple[str, ...] = ()) -> None:
         self._limit = limit
+        self._hub_paths = hub_paths
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            resolver = GuardedResolver(may_reach_hub=bool(self._hub_paths))
             connector = aiohttp.TCPConnector(
-                limit=self._limit, limit_per_host=0, resolver=GuardedResolver(),
+                limit=self._limit, limit_per_host=0, resolver=resolver,
                 use_dns_cache=False, ssl=outbound._ssl_context(),
             )  # fmt: skip
             self._session = aiohttp.ClientSession(
@@ -95,7 +102,7 @@ class OutboundPool:
     ) -> outbound.Response:
         """POST `content`; raises UnsafeURL, ResponseTooLarge, TimeoutError or aiohttp's
         ClientError (a connection refused, say)."""
-        outbound.check_target(url)
+        outbound.check_target(url, self._hub_paths)
         started = time.monotonic()
         sent = {**headers, "User-Agent": outbound.USER_AGENT}
         async with asyncio.timeout(timeout):

@@ -317,6 +317,9 @@ OUTBOUND_ALLOWED_HOSTS = env_renamed_list("OUTBOUND_ALLOWED_HOSTS", "PUSH_ALLOWE
 
 # A2A protocol limits and timings.
 A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024, 1024**3)
+# How many hubs a request may have passed through (the A2A-Hub-Hops header, a2ahub/hops.py):
+# past it the door refuses the request, so an agent that reaches itself through other hubs ends.
+A2A_MAX_HOPS = env_int("A2A_MAX_HOPS", 8, 1, 100)
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 10.0, 0.1, 3600.0)
 TASK_STALE_SECONDS = env_float("TASK_STALE_SECONDS", 60.0, 1.0, 86400.0)

@@ -1,7 +1,9 @@
 """The hub's identity: its signing keys (ES256), the issuer it names, and the JWT it signs.
 
-The JWT binds the delivery to its exact body (`request_body_sha256`), its task and its time;
-receivers verify it with the keys published at /.well-known/jwks.json. A retired key stays
+The JWT binds the delivery to its exact body (`request_body_sha256`), its task, its time and its
+recipient (`aud`: the backend's or the webhook's URL, and a webhook's `config_id`), so a body
+signed for one receiver is no good at another; receivers verify it with the keys published at
+/.well-known/jwks.json and check that `aud` is their own URL. A retired key stays
 published until every delivery it may have signed is past the retry horizon.
 
 Signing is on the path of every webhook: the current key is kept for KEY_CACHE_SECONDS (a
@@ -74,13 +76,18 @@ def body_digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def sign_delivery(body: bytes, delivery_id: str, task_id: str, issuer: str) -> str:
-    return current_signer().sign(body, delivery_id, task_id, issuer)
+def sign_delivery(
+    body: bytes, delivery_id: str, task_id: str, issuer: str, audience: str = ""
+) -> str:
+    return current_signer().sign(body, delivery_id, task_id, issuer, audience)
 
 
-def sign_with(key: SigningKey, body: bytes, delivery_id: str, task_id: str, issuer: str) -> str:
+def sign_with(
+    key: SigningKey, body: bytes, delivery_id: str, task_id: str, issuer: str, audience: str = ""
+) -> str:
     """`sign_delivery` with a key already loaded (for callers that cannot query then)."""
-    return signer_for(key.kid, key.private_pem).sign(body, delivery_id, task_id, issuer)
+    signer = signer_for(key.kid, key.private_pem)
+    return signer.sign(body, delivery_id, task_id, issuer, audience)
 
 
 def b64url(data: bytes) -> bytes:
@@ -99,7 +106,16 @@ class Signer:
         header = {"alg": "ES256", "kid": kid, "typ": "JWT"}
         self._header = b64url(json.dumps(header, separators=(",", ":")).encode())
 
-    def sign(self, body: bytes, delivery_id: str, task_id: str, issuer: str) -> str:
+    def sign(
+        self,
+        body: bytes,
+        delivery_id: str,
+        task_id: str,
+        issuer: str,
+        audience: str = "",
+        config_id: str = "",
+    ) -> str:
+        """`audience`: the URL the body is sent to; `config_id`: the push config's id."""
         now = int(time.time())
         claims = {
             "iss": issuer,
@@ -109,6 +125,10 @@ class Signer:
             "task_id": task_id,
             "request_body_sha256": body_digest(body),
         }
+        if audience:
+            claims["aud"] = audience
+        if config_id:
+            claims["config_id"] = config_id
         signed = self._header + b"." + b64url(json.dumps(claims, separators=(",", ":")).encode())
         r, s = utils.decode_dss_signature(self._private.sign(signed, ec.ECDSA(hashes.SHA256())))
         # JWS wants the two integers side by side, 32 bytes each, not DER (RFC 7518 3.4).
@@ -163,8 +183,11 @@ class SignatureInvalid(Exception):
     pass
 
 
-def verify_delivery(token: str, body: bytes, keys: list[dict[str, Any]]) -> dict[str, Any]:
-    """The claims of a valid signature for this body; SignatureInvalid otherwise."""
+def verify_delivery(
+    token: str, body: bytes, keys: list[dict[str, Any]], audience: str | None = None
+) -> dict[str, Any]:
+    """The claims of a valid signature for this body (and, given `audience`, made for that
+    recipient); SignatureInvalid otherwise."""
     keyset = jwk.JWKSet()
     for key in keys:
         keyset.add(jwk.JWK(**key))
@@ -175,4 +198,11 @@ def verify_delivery(token: str, body: bytes, keys: list[dict[str, Any]]) -> dict
     claims: dict[str, Any] = json.loads(checked.claims)
     if claims.get("request_body_sha256") != body_digest(body):
         raise SignatureInvalid("the body is not the one that was signed")
+    if audience is not None and not is_audience(claims.get("aud"), audience):
+        raise SignatureInvalid(f"the signature is for {claims.get('aud')!r}, not {audience!r}")
     return claims
+
+
+def is_audience(aud: Any, expected: str) -> bool:
+    """RFC 7519 4.1.3: `aud` is one string or a list of them."""
+    return aud == expected or (isinstance(aud, list) and expected in aud)

@@ -30,7 +30,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from google.protobuf.json_format import ParseDict, ParseError
 
-from a2ahub import outbound
+from a2ahub import hops, outbound
 from a2ahub.errors import InvalidAgentResponseError
 from a2ahub.models import SigningKey
 from a2ahub.outbound import UnsafeURL, check_url
@@ -126,10 +126,14 @@ class Backend:
     key: SigningKey
     timeout: float = DEFAULT_TIMEOUT
     retries: int = DEFAULT_RETRIES
+    hops: int = 1  # the A2A-Hub-Hops this turn's calls carry (a2ahub.hops)
 
     def headers(self, body: bytes) -> dict[str, str]:
-        signature = sign_with(self.key, body, uuid.uuid4().hex, self.task_id, issuer())
-        return {"Content-Type": "application/json", SIGNATURE_HEADER: signature}
+        signature = sign_with(
+            self.key, body, uuid.uuid4().hex, self.task_id, issuer(), audience=self.url
+        )
+        return {"Content-Type": "application/json", SIGNATURE_HEADER: signature,
+                hops.HEADER: str(self.hops)}  # fmt: skip
 
     async def post(self, body: bytes, timeout: float) -> outbound.Response:
         return await outbound.async_post(self.url, content=body, headers=self.headers(body),
@@ -184,7 +188,7 @@ async def backend_for(context: RequestContext) -> Backend:
     settings = context.settings
     key = await sync_to_async(current_key)()
     return Backend(backend_url(settings), context.task_id, key, timeout_of(settings),
-                   retries_of(settings))  # fmt: skip
+                   retries_of(settings), hops.of(context.metadata) + 1)  # fmt: skip
 
 
 async def read_all(response: outbound.StreamingResponse) -> bytes:
@@ -310,7 +314,9 @@ def validate_http_settings(settings: dict[str, Any]) -> None:
     try:
         check_url(url, allow_unresolved=True)
     except UnsafeURL as exc:
-        raise ValidationError(f"The hub may not call this backend URL: {exc}") from exc
+        raise ValidationError(
+            f"executor_settings.url: the hub may not call this backend URL: {exc}"
+        ) from exc
     timeout = settings.get("timeout", DEFAULT_TIMEOUT)
     if (
         isinstance(timeout, bool)

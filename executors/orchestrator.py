@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from a2a.types import a2a_pb2 as pb
 from django.conf import settings
 
-from a2ahub import outbound
+from a2ahub import hops, outbound
 from a2ahub.errors import A2AError
-from executors.remote import connect
+from executors.remote import Link, connect
 from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 
@@ -74,9 +74,15 @@ def sub_message(context: RequestContext) -> pb.SendMessageRequest:
 
 
 async def ask(base: str, slug: str, context: RequestContext) -> Answer:
+    if slug == context.agent.slug:
+        # Asking itself would start a turn that asks itself again, once per listing: the hop
+        # limit would end it, but only after 2**8 calls for an orchestrator listed twice.
+        return Answer(slug, error="an orchestrator does not ask itself")
     card_url = f"{base}/agents/{slug}/.well-known/agent-card.json"
+    # The hub's own doors, one hop further: an orchestrator that lists itself ends at the limit.
+    link = Link(headers=hops.next_headers(context.metadata), hub_paths=("/",))
     try:
-        async with connect(card_url, SUB_TASK_TIMEOUT, streaming=False) as (client, _card):
+        async with connect(card_url, SUB_TASK_TIMEOUT, False, link=link) as (client, _card):
             async for event in client.send_message(sub_message(context)):
                 if event.HasField("task"):
                     return Answer(slug, task=event.task)

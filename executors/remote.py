@@ -28,7 +28,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -37,7 +37,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.types import a2a_pb2 as pb
 from django.core.exceptions import ValidationError
 
-from a2ahub import outbound
+from a2ahub import hops, outbound
 from a2ahub.errors import A2AError, InvalidAgentResponseError
 from a2ahub.outbound import UnsafeURL, check_url
 from tasks.executor import Executor, RequestContext
@@ -87,12 +87,15 @@ def interface_url(card: dict[str, Any]) -> str:
 
 @asynccontextmanager
 async def connect_agent(
-    settings: dict[str, Any], timeout: float, streaming: bool = True
+    context: RequestContext, timeout: float, streaming: bool = True
 ) -> AsyncIterator[tuple[Client, pb.AgentCard]]:
-    """`connect` to the agent an agent's settings name: its stored card, or its card URL."""
+    """`connect` to the agent an agent's settings name (its stored card, or its card URL),
+    one hop further than the turn's task came (`a2ahub.hops`)."""
+    settings = context.settings
     card = stored_card(settings)
     url = interface_url(card) if card else card_url(settings)
-    async with connect(url, timeout, streaming, card) as pair:
+    link = Link(headers=hops.next_headers(context.metadata))
+    async with connect(url, timeout, streaming, card, link) as pair:
         yield pair
 
 
@@ -104,21 +107,36 @@ def turn_timeout(settings: dict[str, Any]) -> float:
     return min(max(seconds, MIN_TIMEOUT), MAX_TIMEOUT)
 
 
-async def check_request(request: httpx.Request) -> None:
-    """httpx's request hook: nothing is sent until the URL passes the SSRF check."""
-    await asyncio.to_thread(outbound.check_url, str(request.url))
+@dataclass(frozen=True)
+class Link:
+    """How a call is made: the headers every request carries (the hop count), and the paths
+    of the hub itself it may reach (none but for the orchestrator, which calls hosted agents)."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    hub_paths: tuple[str, ...] = ()
+
+    async def check_request(self, request: httpx.Request) -> None:
+        """httpx's request hook: nothing is sent until the URL passes the SSRF check."""
+        await asyncio.to_thread(outbound.check_url, str(request.url), False, self.hub_paths)
 
 
 @asynccontextmanager
 async def connect(
-    url: str, timeout: float, streaming: bool = True, known: dict[str, Any] | None = None
+    url: str,
+    timeout: float,
+    streaming: bool = True,
+    known: dict[str, Any] | None = None,
+    link: Link | None = None,
 ) -> AsyncIterator[tuple[Client, pb.AgentCard]]:
     """An SDK client for the agent whose card is at `url` (or is `known`, the agent's own
     URL being `url`), on a guarded HTTP client; the SDK picks the transport and protocol
     version from the card."""
+    link = link or Link()
     try:
-        async with outbound.async_client(url, timeout=timeout) as guarded:
-            guarded.event_hooks["request"] = [check_request]
+        async with outbound.async_client(
+            url, timeout=timeout, headers=link.headers, hub_paths=link.hub_paths
+        ) as guarded:
+            guarded.event_hooks["request"] = [link.check_request]
             if known is not None:
                 card = parse_agent_card(copy.deepcopy(known))
             else:
@@ -149,17 +167,39 @@ def outgoing(context: RequestContext, remote: RemoteTask) -> pb.SendMessageReque
 
 
 def validate_remote_settings(settings: dict[str, Any]) -> None:
-    if stored_card(settings):
-        return  # a registered agent's card, judged when it registered
-    url = settings.get("card_url")
-    if not isinstance(url, str) or not url:
+    """The card URL, or each URL a stored card names, must pass the outbound guard when the
+    agent is saved (not only when it is called): no private address, not the hub itself."""
+    card = stored_card(settings)
+    if card:
+        for where, url in card_urls(card):
+            check_saved_url(where, url)
+        return
+    given = settings.get("card_url")
+    if not isinstance(given, str) or not given:
         raise ValidationError(
             'Name the remote agent\'s card: {"card_url": "https://.../agent-card.json"}.'
         )
+    check_saved_url("card_url", given)
+
+
+def card_urls(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each URL of a stored card the hub may call, with the field that holds it."""
+    found = [("card.url", card["url"])] if isinstance(card.get("url"), str) else []
+    for key in ("supportedInterfaces", "additionalInterfaces"):
+        interfaces = card.get(key)
+        for index, interface in enumerate(interfaces if isinstance(interfaces, list) else []):
+            if isinstance(interface, dict) and isinstance(interface.get("url"), str):
+                found.append((f"card.{key}[{index}].url", interface["url"]))
+    return found
+
+
+def check_saved_url(where: str, url: str) -> None:
     try:
         check_url(url, allow_unresolved=True)
     except UnsafeURL as exc:
-        raise ValidationError(f"The hub may not call this card URL: {exc}") from exc
+        raise ValidationError(
+            f"executor_settings.{where}: the hub may not call this URL: {exc}"
+        ) from exc
 
 
 class RemoteAgentExecutor(Executor):
@@ -174,8 +214,7 @@ class RemoteAgentExecutor(Executor):
         self.remote = remote_task_of(context)
         if context.is_continuation and not self.remote.task_id:
             raise InvalidAgentResponseError("This task has no remote task to continue.")
-        settings = context.settings
-        async with connect_agent(settings, turn_timeout(settings)) as (client, card):
+        async with connect_agent(context, turn_timeout(context.settings)) as (client, card):
             self.streaming = card.capabilities.streaming
             async for event in client.send_message(outgoing(context, self.remote)):
                 await self.relay(event, updater)
@@ -183,7 +222,7 @@ class RemoteAgentExecutor(Executor):
     async def cancel(self, context: RequestContext, updater: TaskUpdater) -> None:
         if not self.remote.task_id:
             return
-        async with connect_agent(context.settings, CANCEL_TIMEOUT) as (client, _card):
+        async with connect_agent(context, CANCEL_TIMEOUT) as (client, _card):
             try:
                 await client.cancel_task(pb.CancelTaskRequest(id=self.remote.task_id))
             except A2AError as exc:

@@ -22,6 +22,9 @@ class Call:
     # From the Last-Event-ID header: a re-attaching stream client's last seen event.
     last_event_id: int | None = None
     binding: str = "JSONRPC"  # the door it came through (`tasks.models.Binding`), kept on tasks
+    # How many hubs the request passed through (`A2A-Hub-Hops`); a task keeps it in its
+    # metadata, and its turns' outbound calls carry one more.
+    hops: int = 0
 
     @property
     def base_url(self) -> str:

@@ -18,6 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
+from a2ahub import hops
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -182,6 +183,27 @@ def check_extensions(request: HttpRequest, agent: Agent, sending: bool) -> froze
                     "declare it in the A2A-Extensions header."
                 )
     return declared
+
+
+def check_hops(request: HttpRequest) -> int:
+    """How many hubs the request has passed through (`A2A-Hub-Hops`, 0 without it); past
+    A2A_MAX_HOPS it is refused: an agent reaching itself through other hubs ends here. A
+    header read, no database."""
+    raw = request.headers.get(hops.HEADER, "")
+    if not raw:
+        return 0
+    try:
+        count = hops.parse(raw)
+    except hops.BadHops as exc:
+        raise InvalidRequestError(f"{exc}.") from None
+    limit = settings.A2A_MAX_HOPS
+    if count > limit:
+        raise InvalidRequestError(
+            f"This request has passed through {count} hubs ({hops.HEADER}), more than the "
+            f"limit of {limit} (A2A_MAX_HOPS): an agent that calls itself through other hubs?",
+            data={"reason": "HOP_LIMIT", "hops": count, "limit": limit},
+        )
+    return count
 
 
 def last_event_id(request: HttpRequest) -> int | None:

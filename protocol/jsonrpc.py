@@ -188,7 +188,7 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     ex.stream_errors = method.streaming and ex.version != V1
     extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
-                door.last_event_id(request))  # fmt: skip
+                door.last_event_id(request), hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")

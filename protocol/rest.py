@@ -337,7 +337,8 @@ async def handle(
         await sync_to_async(door.check_limits)(agent, principal, len(raw), sending)
     extensions = door.check_extensions(request, agent, sending)
     call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
-                door.last_event_id(request), binding=Binding.HTTP_JSON)  # fmt: skip
+                door.last_event_id(request), binding=Binding.HTTP_JSON,
+                hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
     method = operation.entry
     if method.streaming and not agent.streaming:

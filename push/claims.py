@@ -48,6 +48,7 @@ class Target:
     protocol_version: str
     task_id: str
     client_id: str
+    config_id: str = ""  # the id the client named the config by
 
 
 @dataclass
@@ -111,7 +112,8 @@ def claim_sql() -> str:
     config, delivery, event = table(PushNotificationConfig), table(Delivery), table(TaskEvent)
     lease = config_col("lease_until")
     free = f"c.{config_col('active')} AND (c.{lease} IS NULL OR c.{lease} < %(now)s)"
-    target = ("url", "token", "auth_scheme", "auth_credentials", "protocol_version", "task")
+    target = ("url", "token", "auth_scheme", "auth_credentials", "protocol_version", "task",
+              "config_id")  # fmt: skip
     return f"""
     WITH due AS (
         SELECT d.{delivery_col("config")} AS config FROM {delivery} d
@@ -156,10 +158,10 @@ def claim_on_postgresql(now: datetime, limit: int) -> list[Claimed]:
         cursor.execute(claim_sql(), params)
         rows = cursor.fetchall()
     queues: dict[int, Claimed] = {}
-    for pk, lapsed, url, token, scheme, credentials, version, task_id, client_id, *item in rows:
+    for pk, lapsed, url, token, scheme, secret, version, task_id, name, client_id, *item in rows:
         queue = queues.get(pk)
         if queue is None:
-            target = Target(pk, url, token, scheme, credentials, version, str(task_id), client_id)
+            target = Target(pk, url, token, scheme, secret, version, str(task_id), client_id, name)
             queue = queues[pk] = Claimed(target, [], bool(lapsed))
         if item[0] is not None:
             queue.items.append(Item(*item))
@@ -208,10 +210,11 @@ def load(leases: dict[int, bool]) -> list[Claimed]:
         "protocol_version",
         "task_id",
         "task__client_id",
+        "config_id",
     )
     targets = {
-        pk: Target(pk, url, token, scheme, credentials, version, str(task_id), client_id)
-        for pk, url, token, scheme, credentials, version, task_id, client_id in rows
+        pk: Target(pk, url, token, scheme, credentials, version, str(task_id), client_id, name)
+        for pk, url, token, scheme, credentials, version, task_id, client_id, name in rows
     }
     items: dict[int, list[Item]] = {pk: [] for pk in targets}
     for row in first_deliveries(list(targets)):

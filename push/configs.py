@@ -33,7 +33,7 @@ def fields_given(config: pb.TaskPushNotificationConfig) -> list[tuple[str, str]]
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
     """Refuse a webhook URL the hub must not call (private addresses and the like), and a
     field longer than the hub keeps."""
-    from a2ahub.outbound import UnsafeURL, check_url, is_own_origin
+    from a2ahub.outbound import UnsafeURL, check_url
 
     if not config.url:
         raise invalid_params("url", "is required")
@@ -41,12 +41,29 @@ def check_config(config: pb.TaskPushNotificationConfig) -> None:
         limit = field(PushNotificationConfig, STORED_AS[name]).max_length
         if limit is not None and len(value) > limit:
             raise invalid_params(name, f"must be at most {limit} characters")
-    if is_own_origin(config.url) and not urlsplit(config.url).path.startswith(INBOX_PATH):
-        raise invalid_params("url", "on this hub, only its webhook inbox may receive deliveries")
     try:
-        check_url(config.url, allow_unresolved=True)
+        check_url(config.url, allow_unresolved=True, hub_paths=(INBOX_PATH,))
     except UnsafeURL as exc:
-        raise invalid_params("url", str(exc)) from None
+        raise invalid_params("url", hub_problem(config.url) or str(exc)) from None
+
+
+def hub_problem(url: str) -> str:
+    """Why a webhook on the hub itself is refused, in the words a client acts on ("" when the
+    URL does not name the hub): judged on the path as the hub routes it (`outbound.hub_path`)."""
+    from a2ahub.outbound import UnsafeURL, hub_path, names_the_hub
+
+    parsed = urlsplit(url)
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError:
+        return ""
+    if not parsed.hostname or not names_the_hub(parsed.hostname, port):
+        return ""
+    try:
+        hub_path(url)
+    except UnsafeURL as exc:
+        return f"{exc}; on this hub, only its webhook inbox may receive deliveries"
+    return "on this hub, only its webhook inbox may receive deliveries"
 
 
 def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNotificationConfig:

@@ -59,7 +59,9 @@ def build_headers(
     headers = {
         "Content-Type": content_type,
         "webhook-id": str(item.id),
-        "A2A-Push-Signature": signer.sign(body, str(item.id), target.task_id, issuer),
+        "A2A-Push-Signature": signer.sign(
+            body, str(item.id), target.task_id, issuer, target.url, target.config_id
+        ),
     }
     if target.auth_scheme:
         headers["Authorization"] = f"{target.auth_scheme} {target.auth_credentials}".strip()

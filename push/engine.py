@@ -44,6 +44,7 @@ from a2ahub import metrics, signing
 from a2ahub.outbound_pool import OutboundPool, describe
 from push import claims, delivery, outcomes, wakeups
 from push.claims import Claimed, Item, Target
+from push.configs import INBOX_PATH
 from push.delivery import Result
 from push.outcomes import Outcome
 
@@ -66,7 +67,8 @@ class Engine:
     def __init__(self, *, listen: bool) -> None:
         self.listen = listen
         self.concurrency = settings.PUSH_CONCURRENCY
-        self.pool = OutboundPool(limit=self.concurrency)
+        # The hub's own inbox is the one place on the hub a webhook may reach.
+        self.pool = OutboundPool(limit=self.concurrency, hub_paths=(INBOX_PATH,))
         self.db = ThreadPoolExecutor(1, thread_name_prefix="a2ahub-push-db")
         self.running: dict[int, asyncio.Task[None]] = {}
         self.outcomes: list[Outcome] = []

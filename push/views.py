@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlsplit
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from a2ahub.outbound import UnsafeURL, hub_path
 from a2ahub.signing import SignatureInvalid, published_keys, verify_delivery
+from push.configs import INBOX_PATH
 from push.models import InboxMessage, WebhookInbox
 
 INBOX_MAX_BYTES = 1024 * 1024
+
+
+def check_audience(claims: dict[str, Any], token: str) -> None:
+    """A signature made for another receiver is not valid here: its `aud` must be this inbox's
+    URL (by its path: the hub's host has several spellings, and the proxy's is not ours)."""
+    aud = claims.get("aud")
+    try:
+        ours = isinstance(aud, str) and hub_path(aud) == f"{INBOX_PATH}{token}/"
+    except UnsafeURL:
+        ours = False
+    if not ours or not urlsplit(aud).scheme:
+        raise SignatureInvalid(f"the signature is for {aud!r}, not this inbox")
 
 
 @csrf_exempt
@@ -23,7 +40,9 @@ def inbox(request: HttpRequest, token: str) -> HttpResponse:
         return JsonResponse({"error": "too large"}, status=413)
     valid, problem = True, ""
     try:
-        verify_delivery(request.headers.get("A2A-Push-Signature", ""), body, published_keys())
+        claims = verify_delivery(request.headers.get("A2A-Push-Signature", ""), body,
+                                 published_keys())  # fmt: skip
+        check_audience(claims, token)
     except SignatureInvalid as exc:
         valid, problem = False, str(exc)[:300]
     InboxMessage.objects.create(

@@ -206,7 +206,7 @@ def test_it_refuses_urls_that_are_not_plain_http_with_a_host(url: str) -> None:
 
 def test_it_refuses_a_host_name_that_resolves_to_loopback() -> None:
     with pytest.raises(outbound.UnsafeURL, match=re.escape("localhost resolves to 127.0.0.1")):
-        outbound.check_url("http://localhost:8000/webhook")
+        outbound.check_url("http://localhost:8001/webhook")
 
 
 @pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "127.1"])
@@ -311,7 +311,9 @@ def test_it_allows_the_hubs_own_origin_and_only_that_port(
     server: str, port: int, settings: Settings
 ) -> None:
     settings.PUBLIC_BASE_URL = server
-    assert outbound.post(f"{server}/inbox", content=b"hi", headers={}).status_code == 200
+    inbox = ("/inbox",)
+    answer = outbound.post(f"{server}/inbox", content=b"hi", headers={}, hub_paths=inbox)
+    assert answer.status_code == 200
     assert outbound.is_own_origin(f"{server}/any/path")
     assert not outbound.is_own_origin(f"http://127.0.0.1:{port + 1}/inbox")
     assert not outbound.is_own_origin(f"https://127.0.0.1:{port}/inbox")
@@ -319,7 +321,7 @@ def test_it_allows_the_hubs_own_origin_and_only_that_port(
 
 def test_a_registered_own_origin_opens_exactly_that_origin(port: int) -> None:
     outbound.register_own_origin(f"http://localhost:{port}")
-    assert outbound.get(f"http://localhost:{port}/inbox").status_code == 200
+    assert outbound.get(f"http://localhost:{port}/inbox", hub_paths=("/",)).status_code == 200
     with pytest.raises(outbound.UnsafeURL):
         outbound.check_url(f"http://localhost:{port + 1}/inbox")
     with pytest.raises(ValueError, match="is not an origin"):

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
-from a2ahub import asyncdb
+from a2ahub import asyncdb, hops
 from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
@@ -337,7 +337,8 @@ async def send_message(call: Call, request: pb.SendMessageRequest) -> pb.Task | 
 def spec_for(
     call: Call, request: pb.SendMessageRequest, context_id: str, task_id: uuid.UUID
 ) -> NewTask:
-    metadata = MessageToDict(request.metadata) if request.HasField("metadata") else {}
+    given = MessageToDict(request.metadata) if request.HasField("metadata") else {}
+    metadata = hops.stamped(given, call.hops)
     return NewTask(
         agent_id=call.agent.pk, owner=call.principal.id, context_id=context_id,
         message=request.message, protocol_version=call.version, binding=call.binding,

@@ -418,3 +418,16 @@ def test_re_sync_needs_a_post(dev_client: Client, remote: Remote) -> None:
     import_card(dev_client, remote.serve("/card.json", CARD_V1))
     response = dev_client.get(reverse("developers:resync", kwargs={"slug": "weather"}))
     assert response.status_code == 405
+
+
+def test_a_url_on_the_hub_itself_is_refused_even_with_loopback_allow_listed(
+    dev_client: Client, remote: Remote, settings: Any
+) -> None:
+    url = remote.serve("/card.json", CARD_V1)
+    settings.HOST, settings.PORT = "127.0.0.1", int(url.split(":")[2].split("/")[0])
+
+    response = import_card(dev_client, url.replace("127.0.0.1", "localhost"))
+
+    assert response.status_code == 400
+    assert "points at this hub itself" in card_url_errors(response)[0]
+    assert not Agent.objects.exists()

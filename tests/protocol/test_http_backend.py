@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -22,11 +23,13 @@ from django.forms.models import model_to_dict
 from django.test import Client
 from jwcrypto import jwk, jwt
 
+from a2ahub.signing import SignatureInvalid, verify_delivery
 from agents.forms import AgentForm
 from agents.models import Agent
 from tasks import runner
 from tests.factories.agents import secured_agent
 from tests.factories.envelopes import envelope
+from tests.factories.messages import wire_message
 from tests.factories.versions import V03, V1
 from tests.helpers import serving
 from tests.protocol.answers import artifact_texts, is_terminal, state_of, texts
@@ -297,6 +300,33 @@ def test_the_request_carries_the_message_and_a_signature_that_binds_the_body(
     assert claims["request_body_sha256"] == hashlib.sha256(received.body).hexdigest()
     assert claims["task_id"] == task["id"]
     assert claims["exp"] > claims["iat"]
+    assert claims["aud"] == backend.url
+
+
+def test_a_signature_made_for_one_backend_does_not_verify_for_another(
+    caller: Caller, remote: Agent, backend: Backend, client: Client
+) -> None:
+    caller.send("remote", V1, text="replay me")
+    received = backend.received[0]
+    token, keys = received.headers["A2A-Hub-Signature"], client.get("/.well-known/jwks.json")
+    published = keys.json()["keys"]
+
+    assert verify_delivery(token, received.body, published, audience=backend.url)["aud"]
+    with pytest.raises(SignatureInvalid, match=re.escape("not 'https://other.example/a2a'")):
+        verify_delivery(token, received.body, published, audience="https://other.example/a2a")
+
+
+@pytest.mark.parametrize(("incoming", "outgoing"), [(None, "1"), ("3", "4")])
+def test_the_backend_call_carries_one_hop_more_than_the_request_came_with(
+    caller: Caller, remote: Agent, backend: Backend, incoming: str | None, outgoing: str
+) -> None:
+    headers = {"A2A-Hub-Hops": incoming} if incoming else None
+    params = {"message": wire_message(V1, "hop")}
+
+    answer = caller.rpc("remote", V1, "send", params, headers=headers)
+
+    assert answer.status_code == 200 and "result" in answer.json(), answer.json()
+    assert backend.received[0].headers["A2A-Hub-Hops"] == outgoing
 
 
 # -- failures --------------------------------------------------------------------------------

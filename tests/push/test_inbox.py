@@ -12,6 +12,7 @@ from django.apps import apps
 from django.test import Client
 
 from a2ahub.outbound import forget_own_origins
+from a2ahub.signing import issuer, sign_delivery
 from agents.models import Agent
 from push.models import Delivery, InboxMessage, WebhookInbox
 from tests.factories.errors import invalid_params
@@ -67,28 +68,43 @@ def test_deliveries_to_the_hubs_own_inbox_arrive_with_valid_signatures(
 
 
 def test_a_forged_body_is_stored_with_an_invalid_signature(
-    caller: Caller, pusher: Agent, receiver: Receiver, inbox: WebhookInbox, client: Client
+    inbox: WebhookInbox, client: Client
 ) -> None:
-    # A genuine delivery caught elsewhere, replayed to the inbox: once as sent, once altered.
-    caller.send("pusher", V1, push=webhook(V1, receiver.url))
-    genuine = receiver.wait_for(4)[-1]
-    headers = {
-        "A2A-Push-Signature": genuine.header("A2A-Push-Signature"),
-        "webhook-id": genuine.header("webhook-id"),
-        "X-A2A-Notification-Token": TOKEN,
-    }
-    forged = genuine.body.replace(b"TASK_STATE_COMPLETED", b"TASK_STATE_FAILED")
+    # A delivery signed for this inbox, posted once as signed and once altered.
+    genuine = b'{"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}}'
+    audience = f"http://127.0.0.1:8000/push/inbox/{inbox.token}/"
+    signature = sign_delivery(genuine, "d-1", "t-1", issuer(), audience)
+    headers = {"A2A-Push-Signature": signature, "webhook-id": "d-1",
+               "X-A2A-Notification-Token": TOKEN}  # fmt: skip
+    forged = genuine.replace(b"TASK_STATE_COMPLETED", b"TASK_STATE_FAILED")
     url = f"/push/inbox/{inbox.token}/"
 
-    for body in (genuine.body, forged):
+    for body in (genuine, forged):
         response = client.post(url, data=body, content_type="application/a2a+json", headers=headers)
         assert response.status_code == 200 and response.json() == {"received": True}
 
     kept, altered = messages_in(inbox)
-    assert kept.signature_valid and kept.body.encode() == genuine.body
+    assert kept.signature_valid and kept.body.encode() == genuine
     assert not altered.signature_valid
     assert "body" in altered.signature_error
     assert altered.body.encode() == forged
+
+
+def test_a_delivery_signed_for_another_receiver_is_stored_as_invalid(
+    caller: Caller, pusher: Agent, receiver: Receiver, inbox: WebhookInbox, client: Client
+) -> None:
+    # A genuine delivery caught by another receiver, replayed to the inbox as it was sent.
+    caller.send("pusher", V1, push=webhook(V1, receiver.url))
+    genuine = receiver.wait_for(4)[-1]
+    headers = {"A2A-Push-Signature": genuine.header("A2A-Push-Signature"),
+               "webhook-id": genuine.header("webhook-id")}  # fmt: skip
+
+    client.post(f"/push/inbox/{inbox.token}/", data=genuine.body,
+                content_type="application/a2a+json", headers=headers)  # fmt: skip
+
+    (stored,) = messages_in(inbox)
+    assert not stored.signature_valid
+    assert stored.signature_error == f"the signature is for {receiver.url!r}, not this inbox"
 
 
 def test_a_delivery_without_a_signature_is_stored_as_invalid(

@@ -71,6 +71,24 @@ def test_each_delivery_verifies_with_the_published_keys_and_names_itself(
         assert header["kid"] in {key["kid"] for key in jwks["keys"]}
 
 
+def test_each_delivery_names_its_webhook_and_config_and_verifies_for_no_other(
+    caller: Caller, pusher: Agent, receiver: Receiver, client: Client
+) -> None:
+    got = deliver_one_task(caller, receiver)
+    keys = published(client)["keys"]
+
+    for request in got:
+        token = request.header("A2A-Push-Signature")
+        claims = signing.verify_delivery(token, request.body, keys, audience=receiver.url)
+        assert claims["aud"] == receiver.url
+        assert claims["config_id"] == Delivery.objects.get(id=claims["jti"]).config.config_id
+        other = receiver.url.replace("/webhook", "/other-webhook")
+        with pytest.raises(signing.SignatureInvalid, match="the signature is for"):
+            signing.verify_delivery(token, request.body, keys, audience=other)
+    # The body the SDK's clients read is the event alone: no audience, no config in it.
+    assert all("aud" not in request.json() for request in got)
+
+
 def test_a_delivery_whose_body_was_altered_does_not_verify(
     caller: Caller, pusher: Agent, receiver: Receiver, client: Client
 ) -> None:
