@@ -54,8 +54,20 @@ def restore_integers(value: Any) -> Any:
     return value
 
 
+# A stored part holding only these, all strings, is built directly: json_format's parse
+# scans each string for lone surrogates with a regular expression, a second or so for a few
+# megabytes of text, and stored strings were checked for them at the door already.
+PLAIN_PART_FIELDS = {"text": "text", "mediaType": "media_type", "filename": "filename"}
+
+
 def parts_to_pb(parts: Iterable[dict[str, Any]]) -> list[pb.Part]:
-    return [ParseDict(part, pb.Part()) for part in parts]
+    return [part_to_pb(part) for part in parts]
+
+
+def part_to_pb(part: dict[str, Any]) -> pb.Part:
+    if part.keys() <= PLAIN_PART_FIELDS.keys() and all(type(v) is str for v in part.values()):
+        return pb.Part(**{PLAIN_PART_FIELDS[key]: value for key, value in part.items()})
+    return ParseDict(part, pb.Part())
 
 
 def message_to_pb(row: Message) -> pb.Message:
