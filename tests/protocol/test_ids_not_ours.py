@@ -96,8 +96,11 @@ def test_over_http_json_a_page_token_that_is_not_ours_is_a_400(
 def test_a_0_3_history_length_that_is_no_number_it_takes_is_a_400(
     caller: Caller, echo: Agent, length: str
 ) -> None:
-    response = Client().get(f"/agents/echo/rest/v1/tasks/{ANY_TASK}", {"historyLength": length},
-                            headers={"A2A-Version": "0.3", KEY_HEADER: caller.key or ""})  # fmt: skip
+    headers = {"A2A-Version": "0.3", KEY_HEADER: caller.key or ""}
+
+    response = Client().get(
+        f"/agents/echo/rest/v1/tasks/{ANY_TASK}", {"historyLength": length}, headers=headers
+    )
 
     assert response.status_code == 400
     assert "historyLength" in response.json()["error"]["message"]
