@@ -190,7 +190,7 @@ def page_token(*fields: Any) -> str:
 def test_a_last_event_id_not_ours_is_invalid_params_in_both_bindings(
     hub: Hub, event_id: str
 ) -> None:
-    headers = V1 | {"Last-Event-ID": event_id.encode()}
+    headers = {b"A2A-Version": b"1.0", b"Last-Event-ID": event_id.encode()}
     task = "00000000-0000-0000-0000-000000000000"
     body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task}}
 
