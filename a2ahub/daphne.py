@@ -106,13 +106,16 @@ def access_entry(
 
 def headers_received(original: Any, channel: Any) -> None:
     """Once the headers are in: the URL's body limit, and the refusal of a body that declares
-    more."""
-    original(channel)
+    more (before Twisted's own work, which answers `Expect: 100-continue` and opens a
+    temporary file for a large body)."""
     request = channel.requests[-1]
     request.body_limit = body_limit.limit_at(scope_of(channel, request))
     request.body_size = 0
     if channel.length is not None and channel.length > request.body_limit.size:
+        request.gotLength(0)
         refuse(channel, request)
+    else:
+        original(channel)
 
 
 def content_chunk(original: Any, request: Any, data: bytes) -> None:

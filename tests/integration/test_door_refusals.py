@@ -85,6 +85,18 @@ def test_a_body_declared_over_the_limit_is_refused_at_once_and_never_read(
     assert rss_mib(pid) - before < 50
 
 
+def test_a_client_that_asks_before_sending_its_body_is_refused_without_sending_it(
+    hub: Hub,
+) -> None:
+    with socket.create_connection(address(hub.web_a), timeout=5) as connection:
+        connection.sendall(head("/agents/echo/rest/message:send", Content_Length=str(600 * MiB),
+                                Expect="100-continue"))  # fmt: skip
+        status, body = read_answer(connection)
+
+    assert status == 413  # not "100 Continue": the body is never asked for
+    assert body["error"]["code"] == 413
+
+
 def test_a_chunked_body_is_refused_once_past_the_limit_and_the_rest_is_not_read(
     hub: Hub,
 ) -> None:
