@@ -14,12 +14,25 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.stack import Hub
+from tests.helpers import wait_for_http
+from tests.integration.stack import (
+    Hub,
+    claim_redis_database,
+    create_database,
+    drop_database,
+    hub_env,
+    postgres_url,
+    prepare_database,
+    release_redis_database,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +41,31 @@ V1 = {"A2A-Version": "1.0"}
 MiB = 1024 * 1024
 
 
-def web_pid(hub: Hub) -> int:
-    return next(p.pid for p in hub.processes if p.name == "web-a" and p.alive())
+@dataclass(frozen=True)
+class Web:
+    """One web process as production runs it (daphne), on a database and Redis of its own:
+    the echo agent answers inline, so no worker is needed."""
+
+    base: str
+    pid: int
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+    name = f"a2ahub_door_{uuid.uuid4().hex[:10]}"
+    root = tmp_path_factory.mktemp("door")
+    with ExitStack() as cleanup:
+        redis_url = claim_redis_database(name)
+        cleanup.callback(release_redis_database, redis_url, name)
+        create_database(name)
+        cleanup.callback(drop_database, name)
+        env = hub_env(postgres_url(name), redis_url, root / "data")
+        hub = Hub(env, env["DATABASE_URL"], root)
+        cleanup.callback(hub.stop)
+        prepare_database(env)
+        process, base = hub.start_web("web")
+        wait_for_http(f"{base}/healthz", process.popen, timeout=120)
+        yield Web(base, process.pid)
 
 
 def rss_mib(pid: int) -> float:
@@ -66,12 +102,12 @@ def read_answer(connection: socket.socket, timeout: float = 5.0) -> tuple[int, d
              "/admin/login/", "/registry/agents"],
 )  # fmt: skip
 def test_a_body_declared_over_the_limit_is_refused_at_once_and_never_read(
-    hub: Hub, path: str
+    web: Web, path: str
 ) -> None:
-    pid = web_pid(hub)
+    pid = web.pid
     before = rss_mib(pid)
     started = time.monotonic()
-    with socket.create_connection(address(hub.web_a), timeout=5) as connection:
+    with socket.create_connection(address(web.base), timeout=5) as connection:
         # 600 MB declared, a few bytes sent: a server that read the body first would wait.
         connection.sendall(head(path, Content_Length=str(600 * MiB)) + b'{"jsonrpc":')
         status, body = read_answer(connection)
@@ -86,9 +122,9 @@ def test_a_body_declared_over_the_limit_is_refused_at_once_and_never_read(
 
 
 def test_a_client_that_asks_before_sending_its_body_is_refused_without_sending_it(
-    hub: Hub,
+    web: Web,
 ) -> None:
-    with socket.create_connection(address(hub.web_a), timeout=5) as connection:
+    with socket.create_connection(address(web.base), timeout=5) as connection:
         connection.sendall(head("/agents/echo/rest/message:send", Content_Length=str(600 * MiB),
                                 Expect="100-continue"))  # fmt: skip
         status, body = read_answer(connection)
@@ -98,15 +134,15 @@ def test_a_client_that_asks_before_sending_its_body_is_refused_without_sending_i
 
 
 def test_a_chunked_body_is_refused_once_past_the_limit_and_the_rest_is_not_read(
-    hub: Hub,
+    web: Web,
 ) -> None:
-    pid = web_pid(hub)
+    pid = web.pid
     before = rss_mib(pid)
     chunk = b"x" * 65536
     frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
     whole = LIMIT + 40 * MiB
     sent = 0
-    with socket.create_connection(address(hub.web_a), timeout=5) as connection:
+    with socket.create_connection(address(web.base), timeout=5) as connection:
         connection.sendall(head("/agents/echo/jsonrpc/", Transfer_Encoding="chunked"))
         while sent < whole and not select.select([connection], [], [], 0)[0]:
             try:
@@ -129,11 +165,11 @@ def many_parts(count: int) -> bytes:
                        "params": {"message": message}}).encode()  # fmt: skip
 
 
-def test_a_message_of_200000_parts_is_refused_naming_the_cap(hub: Hub) -> None:
+def test_a_message_of_200000_parts_is_refused_naming_the_cap(web: Web) -> None:
     body = many_parts(200_000)
     started = time.monotonic()
 
-    answer = httpx.post(f"{hub.web_a}/agents/echo/jsonrpc/", content=body, timeout=30,
+    answer = httpx.post(f"{web.base}/agents/echo/jsonrpc/", content=body, timeout=30,
                         headers=V1 | {"Content-Type": "application/json"})  # fmt: skip
 
     took = time.monotonic() - started
@@ -174,7 +210,7 @@ class HealthProbe:
         self.thread.join(timeout=10)
 
 
-def test_healthz_keeps_answering_while_a_10_mb_message_is_served(hub: Hub) -> None:
+def test_healthz_keeps_answering_while_a_10_mb_message_is_served(web: Web) -> None:
     # Ten parts of about 0.95 MB each: the largest body the limit takes, echoed back whole.
     parts = [{"text": "y" * (LIMIT // 11)} for _ in range(10)]
     message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}
@@ -182,8 +218,8 @@ def test_healthz_keeps_answering_while_a_10_mb_message_is_served(hub: Hub) -> No
                        "params": {"message": message}}).encode()  # fmt: skip
     assert LIMIT * 0.9 < len(body) <= LIMIT
 
-    with HealthProbe(hub.web_a) as probe:
-        answer = httpx.post(f"{hub.web_a}/agents/echo/jsonrpc/", content=body, timeout=120,
+    with HealthProbe(web.base) as probe:
+        answer = httpx.post(f"{web.base}/agents/echo/jsonrpc/", content=body, timeout=120,
                             headers=V1 | {"Content-Type": "application/json"})  # fmt: skip
 
     task = answer.json()["result"]["task"]
@@ -200,14 +236,14 @@ def page_token(*fields: Any) -> str:
 
 @pytest.mark.parametrize("event_id", ["9" * 5000, "١٢", "-1", str(2**63)])
 def test_a_last_event_id_not_ours_is_invalid_params_in_both_bindings(
-    hub: Hub, event_id: str
+    web: Web, event_id: str
 ) -> None:
     headers = {b"A2A-Version": b"1.0", b"Last-Event-ID": event_id.encode()}
     task = "00000000-0000-0000-0000-000000000000"
     body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task}}
 
-    rpc = httpx.post(f"{hub.web_a}/agents/echo/jsonrpc/", json=body, headers=headers)
-    rest = httpx.get(f"{hub.web_a}/agents/echo/rest/tasks/{task}:subscribe", headers=headers)
+    rpc = httpx.post(f"{web.base}/agents/echo/jsonrpc/", json=body, headers=headers)
+    rest = httpx.get(f"{web.base}/agents/echo/rest/tasks/{task}:subscribe", headers=headers)
 
     assert rpc.status_code == 200
     assert rpc.json()["error"]["code"] == -32602
@@ -221,11 +257,11 @@ def test_a_last_event_id_not_ours_is_invalid_params_in_both_bindings(
     [page_token("2026-11-24T10:00:00+00:00", str(uuid.uuid4()), 2**64), "!!!not-base64",
      page_token("0001-01-01T00:00:00+14:00", str(uuid.uuid4()), 1), "A" * 5000],
 )  # fmt: skip
-def test_a_page_token_not_ours_is_invalid_params_in_both_bindings(hub: Hub, token: str) -> None:
+def test_a_page_token_not_ours_is_invalid_params_in_both_bindings(web: Web, token: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageToken": token}}
 
-    rpc = httpx.post(f"{hub.web_a}/agents/echo/jsonrpc/", json=body, headers=V1)
-    rest = httpx.get(f"{hub.web_a}/agents/echo/rest/tasks", params={"pageToken": token},
+    rpc = httpx.post(f"{web.base}/agents/echo/jsonrpc/", json=body, headers=V1)
+    rest = httpx.get(f"{web.base}/agents/echo/rest/tasks", params={"pageToken": token},
                      headers=V1)  # fmt: skip
 
     assert rpc.json()["error"]["code"] == -32602
