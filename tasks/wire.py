@@ -40,7 +40,23 @@ ENDING_STATES = TERMINAL_STATES | INTERRUPTED_STATES
 
 
 def to_json(message: ProtoMessage) -> dict[str, Any]:
+    if type(message) is pb.Part and message.WhichOneof("content") == "text":
+        return text_part_json(message)
     return restore_integers(MessageToDict(message))
+
+
+def text_part_json(part: pb.Part) -> dict[str, Any]:
+    """A text part's JSON, as MessageToDict writes it (members in field order), without its
+    walk of the message in Python: a second on the event loop for a message of a thousand
+    large parts."""
+    shaped: dict[str, Any] = {"text": part.text}
+    if part.HasField("metadata"):
+        shaped["metadata"] = restore_integers(MessageToDict(part.metadata))
+    if part.filename:
+        shaped["filename"] = part.filename
+    if part.media_type:
+        shaped["mediaType"] = part.media_type
+    return shaped
 
 
 def restore_integers(value: Any) -> Any:
