@@ -31,14 +31,16 @@ from a2ahub import body_limit, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
+from registry import body_limit as registry_body_limit  # noqa: E402
 
 processes.start("web")
 
 site_application = body_limit.guarded(
     ASGIStaticFilesHandler(django_application) if settings.SERVE_STATIC else django_application
 )
-# The A2A doors' body limit, answered in each binding's shape (the web server asks for it).
-body_limit.FINDERS.append(rpc_asgi.body_limit_at)
+# The body limits of the A2A doors and of the registry, answered in their own shapes (the
+# web server asks for them before it reads a body).
+body_limit.FINDERS += [rpc_asgi.body_limit_at, registry_body_limit.body_limit_at]
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -10,7 +10,7 @@ body over as it comes (uvicorn).
 
 The site's limit is Django's `DATA_UPLOAD_MAX_MEMORY_SIZE`. Apps whose URLs have limits of
 their own, or answer in their own shape (the A2A doors: a JSON-RPC envelope or a
-`google.rpc.Status`), add a finder to `FINDERS`.
+`google.rpc.Status`; the registry: REGISTRY_MAX_BODY_BYTES), add a finder to `FINDERS`.
 """
 
 from __future__ import annotations
