@@ -27,16 +27,20 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from a2ahub import processes  # noqa: E402
+from a2ahub import body_limit, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
+from registry import body_limit as registry_body_limit  # noqa: E402
 
 processes.start("web")
 
-site_application = (
+site_application = body_limit.guarded(
     ASGIStaticFilesHandler(django_application) if settings.SERVE_STATIC else django_application
 )
+# The body limits of the A2A doors and of the registry, answered in their own shapes (the
+# web server asks for them before it reads a body).
+body_limit.FINDERS += [rpc_asgi.body_limit_at, registry_body_limit.body_limit_at]
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -1,6 +1,6 @@
 """daphne, as the hub runs it: `python -m a2ahub.daphne` takes daphne's own arguments.
 
-Five changes, for streams' small frames, for the event loop under them, for request bodies
+Six changes, for streams' small frames, for the event loop under them, for request bodies
 and for crowds of new connections:
 - Twisted's reactor runs on uvloop's event loop rather than asyncio's own: the same work
   took a tenth less CPU (one loop turn is every stream's ready work, so every wait on the
@@ -14,6 +14,13 @@ and for crowds of new connections:
 - Twisted does not parse POST bodies as forms (`parsePOSTFormSubmission`): the ASGI app reads
   every body itself, and Twisted's look at each request's Content-Type alone (through an
   email message object) was a twentieth of a streamed turn's CPU.
+- A body over its URL's limit (`a2ahub.body_limit`) is refused with 413 as soon as the
+  request says so (its `Content-Length`) or its chunks pass the limit, and not read further:
+  Twisted reads every body whole before daphne hands the request over, and daphne then
+  queues all of it at once, so a request declaring 600 MB grew the process by as much.
+  After the answer the connection is half-closed; what the client still sends is dropped
+  unread until it stops, or for LINGER_SECONDS at most (closing at once with unread data
+  would reset the connection, and the client could lose the answer).
 - The listening socket queues up to LISTEN_BACKLOG connections, not Twisted's 50. Clients come
   in crowds: when a web process dies, every stream it held re-attaches elsewhere at once, and
   a connection past a full queue is dropped by the kernel, then fails on the client's side.
@@ -30,10 +37,17 @@ import asyncio
 import contextlib
 import logging
 import sys
+from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote
+
+from a2ahub import body_limit
 
 # The kernel caps it at net.core.somaxconn.
 LISTEN_BACKLOG = 2048
+# How long, and for how many bytes, a refused body is dropped before the connection is cut.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1024 * 1024
 
 access_logger = logging.getLogger("daphne.access")
 
@@ -90,6 +104,80 @@ def access_entry(
         access_logger.info('%s "%s %s"', details.get("client"), action, details.get("path"))
 
 
+def headers_received(original: Any, channel: Any) -> None:
+    """Once the headers are in: the URL's body limit, and the refusal of a body that declares
+    more (before Twisted's own work, which answers `Expect: 100-continue` and opens a
+    temporary file for a large body)."""
+    request = channel.requests[-1]
+    request.body_limit = body_limit.limit_at(scope_of(channel, request))
+    request.body_size = 0
+    if channel.length is not None and channel.length > request.body_limit.size:
+        request.gotLength(0)
+        refuse(channel, request)
+    else:
+        original(channel)
+
+
+def content_chunk(original: Any, request: Any, data: bytes) -> None:
+    if getattr(request, "refused", False):
+        return
+    request.body_size = getattr(request, "body_size", 0) + len(data)
+    limit = getattr(request, "body_limit", None)
+    if limit is not None and request.body_size > limit.size:
+        refuse(request.channel, request)
+        return
+    original(request, data)
+
+
+def content_received(original: Any, channel: Any) -> None:
+    """The end of a body: no request to run when its body was refused."""
+    if not (channel.requests and getattr(channel.requests[-1], "refused", False)):
+        original(channel)
+
+
+def scope_of(channel: Any, request: Any) -> dict[str, Any]:
+    """What a limit is chosen by: the path and the headers (the request line is the
+    channel's until the body is in)."""
+    path = unquote(channel._path.split(b"?", 1)[0].decode("latin1"))
+    headers = [(name.lower(), value) for name, values in
+               request.requestHeaders.getAllRawHeaders() for value in values]  # fmt: skip
+    return {"type": "http", "path": path, "method": channel._command.decode("latin1"),
+            "headers": headers}  # fmt: skip
+
+
+def refuse(channel: Any, request: Any) -> None:
+    request.refused = True
+    answer = request.body_limit.refusal()
+    transport = channel.transport
+    transport.write(response_bytes(answer))
+    # Half-closed: the answer, then the end of ours, reach the client; what it still sends
+    # is dropped unread.
+    channel._transferDecoder = Dropped(transport)
+    transport.loseWriteConnection()
+    channel.callLater(LINGER_SECONDS, transport.abortConnection)
+
+
+def response_bytes(answer: body_limit.Refusal) -> bytes:
+    lines = [b"HTTP/1.1 %d %s" % (answer.status, HTTPStatus(answer.status).phrase.encode())]
+    lines += [name + b": " + value for name, value in answer.headers
+              if name.lower() not in (b"content-length", b"connection")]  # fmt: skip
+    lines += [b"Content-Length: %d" % len(answer.body), b"Connection: close", b"", answer.body]
+    return b"\r\n".join(lines)
+
+
+class Dropped:
+    """Where the rest of a refused body goes: nowhere, up to LINGER_BYTES."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.size = 0
+
+    def dataReceived(self, data: bytes) -> None:  # Twisted's name
+        self.size += len(data)
+        if self.size > LINGER_BYTES:
+            self.transport.abortConnection()
+
+
 def with_backlog(descriptions: list[str]) -> list[str]:
     """Twisted endpoint strings of daphne's --bind/--port, with our listen backlog."""
     return [f"{d}:backlog={LISTEN_BACKLOG}" if d.startswith("tcp:") else d for d in descriptions]
@@ -132,6 +220,9 @@ def main() -> None:
     from twisted.web import http
 
     patch(http.HTTPChannel, "connectionMade", connection_made)
+    patch(http.HTTPChannel, "allHeadersReceived", headers_received)
+    patch(http.HTTPChannel, "allContentReceived", content_received)
+    patch(http.Request, "handleContentChunk", content_chunk)
     patch(WebRequest, "handle_reply", handle_reply)
     patch(WebRequest, "__init__", request_init)
     patch(AccessLogGenerator, "__call__", access_entry)

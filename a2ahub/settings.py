@@ -320,6 +320,14 @@ A2A_MAX_REQUEST_BYTES = env_int("A2A_MAX_REQUEST_BYTES", 10 * 1024 * 1024, 1024,
 # How many hubs a request may have passed through (the A2A-Hub-Hops header, a2ahub/hops.py):
 # past it the door refuses the request, so an agent that reaches itself through other hubs ends.
 A2A_MAX_HOPS = env_int("A2A_MAX_HOPS", 8, 1, 100)
+# What one request may carry besides its size (protocol/request_caps.py): parts per message,
+# levels of nested objects and arrays, and bytes of JSON in one metadata value.
+A2A_MAX_MESSAGE_PARTS = env_int("A2A_MAX_MESSAGE_PARTS", 1000, 1, 1_000_000)
+A2A_MAX_JSON_DEPTH = env_int("A2A_MAX_JSON_DEPTH", 32, 4, 900)
+A2A_MAX_METADATA_BYTES = env_int("A2A_MAX_METADATA_BYTES", 64 * 1024, 64, 1024**3)
+# A request body larger than this is parsed and checked on a thread, its answer serialized on
+# one too, so the event loop keeps answering other requests meanwhile (protocol/big_bodies.py).
+A2A_THREAD_BODY_BYTES = env_int("A2A_THREAD_BODY_BYTES", 256 * 1024, 0, 1024**3)
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 10.0, 0.1, 3600.0)
 TASK_STALE_SECONDS = env_float("TASK_STALE_SECONDS", 60.0, 1.0, 86400.0)

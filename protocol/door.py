@@ -18,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
-from a2ahub import hops
+from a2ahub import hops, numerals
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -100,7 +100,7 @@ def read_body(request: HttpRequest, media_hint: str) -> bytes:
     """The body, once its declared size and media type pass (before anything is parsed)."""
     declared = request.headers.get("Content-Length", "")
     limit = settings.A2A_MAX_REQUEST_BYTES
-    if declared.isdigit() and int(declared) > limit:
+    if numerals.is_over(declared, limit):
         raise too_large()
     media = (request.content_type or "").lower()
     if media != "application/json" and not media.endswith("+json"):
@@ -207,8 +207,15 @@ def check_hops(request: HttpRequest) -> int:
 
 
 def last_event_id(request: HttpRequest) -> int | None:
+    """The event a re-attaching stream client saw last: one of our event ids (a sequence
+    number, 0 to the largest bigint), or the request is refused as invalid params."""
     raw = request.headers.get("Last-Event-ID", "").strip()
-    return int(raw) if raw.isdigit() else None
+    if not raw:
+        return None
+    sequence = numerals.whole_number(raw)
+    if sequence is None:
+        raise invalid_params("Last-Event-ID", "is not an event id this server sent")
+    return sequence
 
 
 def parse_message(params: dict[str, Any], message: ProtoMessage) -> Any:

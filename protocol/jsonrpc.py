@@ -35,7 +35,7 @@ from a2ahub.errors import (
 )
 from agents.models import Agent
 from agents.views import json_not_found, public_base_url, requested_version
-from protocol import door, limits, strings, v01
+from protocol import big_bodies, door, limits, request_caps, strings, v01
 from protocol.calls import Call
 from protocol.method_table import V01_METHODS, V03_METHODS, V1_METHODS, Method, resolve
 from protocol.results import v1_result
@@ -170,9 +170,10 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     if agent is not None:
         ex.agent = agent.slug
         principal = await door.authenticate_caller(request, agent)
-    envelope = parse_json(body)
+    envelope = await big_bodies.off_loop(len(body), parse_json, body)
     ex.request_id = envelope_id(envelope)
     method_name, params = parse_envelope(envelope)
+    await big_bodies.off_loop(len(body), request_caps.check, body, params)
     ex.version = v01.version_of(method_name, params, door.parse_version(door.raw_version(request)))
     method = find_method(method_name, ex.version)
     ex.method = method_name
@@ -192,10 +193,9 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     door.count_call(call)
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
-    if strings.may_hold_uncarriable(body):
-        strings.check_params(params)
+    read = await big_bodies.off_loop(len(body), read_params, method, params, ex.version, body)
     try:
-        result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
+        result = await resolve(method.handler)(call, read)
     except TaskNotFoundError:
         if not v01.names_client_task(method_name, ex.version):
             raise
@@ -204,6 +204,19 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
         result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
     if method.streaming:
         return sse_response(result, stream_framing(ex, params))
+    size = max(len(body), big_bodies.size_of(result))
+    return await big_bodies.off_loop(size, answer_of, ex, method, result, params)
+
+
+def read_params(method: Method, params: dict[str, Any], version: str, body: bytes) -> Any:
+    """The method's request read from `params`, once no string in it is one the hub cannot
+    carry."""
+    if strings.may_hold_uncarriable(body):
+        strings.check_params(params)
+    return parse_params(method, params, version)
+
+
+def answer_of(ex: Exchange, method: Method, result: Any, params: dict[str, Any]) -> JsonResponse:
     return rpc_response(ex.request_id, ex.version,
                         render_result(method, result, ex.version, params))  # fmt: skip
 

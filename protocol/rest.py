@@ -27,7 +27,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseError
 
-from a2ahub import jsonbytes, metrics, request_id
+from a2ahub import jsonbytes, metrics, numerals, request_id
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -41,7 +41,7 @@ from a2ahub.errors import (
 )
 from agents.models import Agent
 from agents.views import public_base_url
-from protocol import door, limits, rest_v03, strings
+from protocol import big_bodies, door, limits, request_caps, rest_v03, strings
 from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
 from protocol.results import v1_result
@@ -52,6 +52,7 @@ from tasks.wire import V03, V1
 MEDIA_TYPE = "application/a2a+json"
 TASK = r"tasks/(?P<task>[^/:]+)"
 CONFIG = r"(?P<config>[^/:]+)"
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -173,9 +174,10 @@ def v03_get_task(found: Found) -> pb.GetTaskRequest:
     asked = found.request.GET
     raw = asked.get("historyLength", "") or asked.get("history_length", "")
     if raw:
-        if not raw.isdigit():
-            raise invalid_params("historyLength", "must be a whole number")
-        request.history_length = int(raw)
+        length = numerals.whole_number(raw, INT32_MAX)
+        if length is None:
+            raise invalid_params("historyLength", f"must be a whole number up to {INT32_MAX}")
+        request.history_length = length
     return request
 
 
@@ -331,7 +333,8 @@ async def handle(
         else b""
     )
     principal = await door.authenticate_caller(request, agent)
-    content = json_object(raw)
+    content = await big_bodies.off_loop(len(raw), json_object, raw)
+    await big_bodies.off_loop(len(raw), request_caps.check, raw, content)
     sending = operation.method in SENDING
     if door.has_limits(agent):
         await sync_to_async(door.check_limits)(agent, principal, len(raw), sending)
@@ -344,11 +347,21 @@ async def handle(
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
     found = Found(request, path, content)
-    check_strings(found, raw)
-    result = await resolve(method.handler)(call, operation.build(found))
+    read = await big_bodies.off_loop(len(raw), read_operation, operation, found, raw)
+    result = await resolve(method.handler)(call, read)
     if method.streaming:
         return sse_response(result, stream_framing(ex.version))
-    render = operation.render or partial(v1_result, method)
+    size = max(len(raw), big_bodies.size_of(result))
+    return await big_bodies.off_loop(size, answer_of, operation, result)
+
+
+def read_operation(operation: Operation, found: Found, raw: bytes) -> Any:
+    check_strings(found, raw)
+    return operation.build(found)
+
+
+def answer_of(operation: Operation, result: Any) -> JsonResponse:
+    render = operation.render or partial(v1_result, operation.entry)
     return json_answer(render(result))
 
 

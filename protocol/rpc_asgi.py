@@ -25,10 +25,10 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
-from django.http import HttpRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.http.response import HttpResponseBase
 
-from a2ahub import asyncdb, metrics, request_id
+from a2ahub import asyncdb, body_limit, metrics, numerals, request_id
 from a2ahub.errors import A2AError, InvalidRequestError, internal_error
 from protocol import jsonrpc, rest
 from protocol.jsonrpc import answer_version, endpoint, rpc_response
@@ -95,13 +95,12 @@ def endpoint_for(path: str) -> Endpoint | None:
 async def serve(scope: Scope, receive: Any, send: Any, door: Endpoint) -> None:
     request_id.begin_asgi(scope.get("headers", []))
     try:
-        body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES)
+        declared = body_limit.declared_length(scope)
+        body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES, declared)
     except Disconnected:
         return
     except TooLarge:
-        limit = settings.A2A_MAX_REQUEST_BYTES
-        error = InvalidRequestError(f"The request body is over {limit} bytes.")
-        await send_plain(door.refuse(scope, error, 413), send)
+        await send_plain(too_large(scope, door), send)
         return
     asyncdb.enabled.set(True)
     async with ThreadSensitiveContext() as context:
@@ -178,7 +177,32 @@ def no_query() -> QueryDict:
     return QueryDict()
 
 
-async def read_body(receive: Any, limit: int) -> bytes:
+def too_large(scope: Scope, door: Endpoint) -> HttpResponseBase:
+    limit = settings.A2A_MAX_REQUEST_BYTES
+    return door.refuse(scope, InvalidRequestError(f"The request body is over {limit} bytes."), 413)
+
+
+def body_limit_at(scope: Scope) -> body_limit.Limit | None:
+    """The body limit of an A2A door, refused in its binding's shape (the web server asks,
+    before it reads a body)."""
+    door = endpoint_for(scope.get("path", ""))
+    if door is None:
+        return None
+
+    def refusal() -> body_limit.Refusal:
+        response = too_large(scope, door)
+        headers = [(k.encode("ascii"), v.encode("latin1")) for k, v in response.items()]
+        content = response.content if isinstance(response, HttpResponse) else b""
+        return body_limit.Refusal(response.status_code, headers, content)
+
+    return body_limit.Limit(settings.A2A_MAX_REQUEST_BYTES, refusal)
+
+
+async def read_body(receive: Any, limit: int, declared: str = "") -> bytes:
+    """The whole body, refused (TooLarge) at once when it declares more than `limit` bytes,
+    or as soon as more arrive."""
+    if numerals.is_over(declared, limit):
+        raise TooLarge
     chunks: list[bytes] = []
     size = 0
     while True:

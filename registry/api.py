@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from a2ahub import numerals
 from agents import cards
 from agents.scopes import REGISTRY
 from agents.views import public_base_url
@@ -33,7 +34,7 @@ def read_json(request: Request) -> Any:
     limit = settings.REGISTRY_MAX_BODY_BYTES
     too_large = ApiError(413, f"The request body is over {limit} bytes.", "body")
     declared = request.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if numerals.is_over(declared, limit):
         raise too_large
     media = (request.content_type or "").split(";")[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from a2ahub import numerals
 from registry.errors import ApiError
 from registry.models import Registration
 
@@ -55,9 +56,10 @@ def page(params: Mapping[str, str]) -> tuple[list[Registration], str]:
 def page_size(raw: str) -> int:
     if not raw:
         return DEFAULT_PAGE
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+    size = numerals.whole_number(raw, MAX_PAGE)
+    if not size:
         raise ApiError(400, f"pageSize must be a whole number from 1 to {MAX_PAGE}.", "pageSize")
-    return int(raw)
+    return size
 
 
 def encode_cursor(slug: str) -> str:

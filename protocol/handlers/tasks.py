@@ -12,7 +12,7 @@ import contextlib
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -95,16 +95,29 @@ def encode_cursor(task: Task, total: int) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
+# Far longer than any token this server issues (about 120 characters).
+MAX_TOKEN_LENGTH = 512
+
+
 def decode_cursor(token: str) -> Cursor:
+    """The cursor a token of ours carries. Anything else (not base64, not our JSON, a total
+    past what `totalSize` holds, a date out of range) is invalid params, never a 500."""
     try:
+        if len(token) > MAX_TOKEN_LENGTH:
+            raise ValueError(token)
         stamp, task_id, *rest = json.loads(base64.urlsafe_b64decode(token.encode()))
         when = datetime.fromisoformat(stamp)
-        total = int(rest[0]) if rest else None
-        if len(rest) > 1 or when.tzinfo is None or (total is not None and total < 0):
+        total = rest[0] if rest else None
+        if len(rest) > 1 or when.tzinfo is None or not (total is None or counted(total)):
             raise ValueError(token)
-        return Cursor(when, str(uuid.UUID(task_id)), total)
-    except (ValueError, TypeError, json.JSONDecodeError):
+        # In UTC here: a date at the edge of the calendar overflows now, not in the query.
+        return Cursor(when.astimezone(UTC), str(uuid.UUID(task_id)), total)
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         raise invalid_params("pageToken", "is not a token this server issued") from None
+
+
+def counted(total: object) -> bool:
+    return type(total) is int and 0 <= total <= MAX_TOTAL_SIZE
 
 
 def listed_tasks(call: Call, request: pb.ListTasksRequest) -> QuerySet[Task]:

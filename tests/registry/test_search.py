@@ -48,6 +48,9 @@ def test_cursor_pages_walk_every_match_once(three: None, anonymous: Registrar) -
 
 def test_a_bad_page_size_or_cursor_is_refused_naming_it(anonymous: Registrar) -> None:
     assert anonymous.search("?pageSize=0").json()["error"]["field"] == "pageSize"
+    # Digits of other scripts and numbers past any page size: no 500.
+    for size in ("%C2%B2", "%D9%A1%D9%A2", "9" * 5000):
+        assert anonymous.search(f"?pageSize={size}").json()["error"]["field"] == "pageSize"
     assert anonymous.search("?cursor=%%%").json()["error"]["field"] == "cursor"
 
 
