@@ -90,7 +90,7 @@ class CredentialUseAdmin(ReadOnlyAdmin):
 class AccessChangeAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at", shorten("agent_slug", "agent slug"), "actor_name", "via", "was", "became",
-    ]
+    ]  # fmt: skip
     list_filter = ["via", "agent", ("actor", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["agent_slug", "actor_name"]
     ordering = ["-created_at", "-id"]

@@ -74,7 +74,7 @@ def seed_long_texts(operator: User) -> None:
         source=Source.CARD_URL, ttl_seconds=3600, expires_at=timezone.now() + timedelta(hours=1),
         card_url=LONG_URL, health=Health.FAILING, last_error=LONG_ERROR[:500],
     )  # fmt: skip
-    WebhookInbox.objects.create(name="The inbox of the nightly import job's receiver", owner=operator)
+    WebhookInbox.objects.create(name="The nightly import job's receiver", owner=operator)
 
 
 def seed_audit(agent: Any, operator: User, key: ApiKey) -> None:
@@ -122,8 +122,7 @@ def overflow(page: Page, table: str) -> dict[str, Any]:
                 page: root.scrollWidth - root.clientWidth,
                 content: content.scrollWidth - content.clientWidth,
                 table: Math.ceil(box.right) - root.clientWidth,
-                scrollers: scrollers.map((el) => `${el.id || el.className || el.tagName} by ${el.scrollWidth - el.clientWidth} px`),
-                ws: [document.querySelector(table).offsetWidth, document.querySelector(table).parentElement.clientWidth, [...document.querySelectorAll('#result_list thead th')].map(th => th.offsetWidth + '/' + th.scrollWidth)].join(' '),
+                scrollers: scrollers.map((el) => el.id || el.className || el.tagName),
             };
         }""",
         table,
@@ -132,7 +131,6 @@ def overflow(page: Page, table: str) -> dict[str, Any]:
 
 def assert_fits(page: Page, table: str, where: str) -> None:
     measured = overflow(page, table)
-    print(measured)
     assert measured["page"] <= 0, (where, measured)
     assert measured["content"] <= 0, (where, measured)
     assert measured["table"] <= 0, (where, measured)
