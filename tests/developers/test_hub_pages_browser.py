@@ -131,7 +131,9 @@ def test_the_api_docs_are_readable_pages_from_the_hubs_own_files(
         assert all(url.startswith(live_server.url) for url in loaded), loaded
 
 
-def test_a_registration_is_a_page_to_read_and_the_inbox_url_is_whole(live_server: Any) -> None:
+def test_a_registration_is_a_page_to_read_and_the_inbox_url_is_whole(
+    live_server: Any, tmp_path: Path
+) -> None:
     operator = User.objects.create_superuser("op", "op@example.com", PASSWORD)
     registration = Registration.objects.create(
         agent=make_agent("registered"), registration_id="reg-1", owner_principal="apikey:42",
@@ -145,6 +147,7 @@ def test_a_registration_is_a_page_to_read_and_the_inbox_url_is_whole(live_server
         assert_icon_answers(page)
         page.goto(f"{live_server.url}/admin/registry/registration/{registration.pk}/change/")
         expect(page.locator("#content h1")).to_have_text("View registration")
+        screenshot(page, "admin-registration-view-1280", tmp_path)
         saves = page.locator("input[name=_save], input[name=_continue], input[name=_addanother]")
         expect(saves).to_have_count(0)
 
@@ -153,4 +156,5 @@ def test_a_registration_is_a_page_to_read_and_the_inbox_url_is_whole(live_server
         expect(page.locator("td.field-inbox_url_column code")).to_have_attribute("title", whole)
         page.goto(f"{live_server.url}/admin/push/webhookinbox/{inbox.pk}/change/")
         expect(page.locator(".field-inbox_url .readonly")).to_have_text(whole)
+        screenshot(page, "admin-inbox-1280", tmp_path)
         assert missing == []
