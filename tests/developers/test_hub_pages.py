@@ -1,6 +1,6 @@
 """The hub's own "not found" and "server error" pages (DEBUG off, as in production): in the
-hub's look, saying what happened, with a way back fitted to who is asking; and /favicon.ico,
-which browsers ask for on every page.
+hub's look, saying what happened, with a way back fitted to who is asking; /favicon.ico,
+which browsers ask for on every page; and DRF's browsable API pages, in the hub's name.
 
 Personas (tests/conftest.py): anonymous, `developer` (signed in, not staff), `operator`
 (staff): each is offered only the ways back they may take.
@@ -50,3 +50,9 @@ def test_favicon_ico_leads_to_the_hubs_icon(client: Client) -> None:
     assert response.status_code == 301
     assert response["Location"] == "/static/hub/favicon.svg"
     assert finders.find("hub/favicon.svg")
+
+
+def test_the_apis_browsable_pages_wear_the_hubs_name_and_icon(operator_client: Client) -> None:
+    html = operator_client.get("/api/agents", HTTP_ACCEPT="text/html").content.decode()
+    assert "A2A Hub" in html and 'href="/static/hub/favicon.svg"' in html
+    assert "Django REST framework</a>" not in html
