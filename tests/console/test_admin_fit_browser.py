@@ -24,6 +24,7 @@ from push.models import Delivery, DeliveryState, PushNotificationConfig, Webhook
 from registry.models import Health, Registration, Source
 from tests.browser import chromium
 from tests.factories.agents import make_agent
+from tests.factories.oauth import machine, token_for
 from tests.factories.tasks import ended, open_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -45,6 +46,9 @@ LISTS = [
     "/admin/push/delivery/",
     "/admin/push/webhookinbox/",
     "/admin/registry/registration/",
+    "/admin/oauth2_provider/application/",
+    "/admin/oauth2_provider/accesstoken/",
+    "/admin/auth/user/",
 ]
 WIDTHS = (1280, 1400)
 
@@ -75,6 +79,8 @@ def seed_long_texts(operator: User) -> None:
         card_url=LONG_URL, health=Health.FAILING, last_error=LONG_ERROR[:500],
     )  # fmt: skip
     WebhookInbox.objects.create(name="The nightly import job's receiver", owner=operator)
+    app, secret = machine("The nightly import job's client application", operator)
+    token_for(app, secret)
 
 
 def seed_audit(agent: Any, operator: User, key: ApiKey) -> None:
