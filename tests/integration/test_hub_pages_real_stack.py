@@ -33,7 +33,12 @@ def test_the_registry_docs_load_only_the_hubs_own_files(hub: Hub) -> None:
     page = httpx.get(f"{hub.web_a}/registry/docs/")
     assert page.status_code == 200
     assert "<title>The agent registry · A2A Hub</title>" in page.text
-    sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
-    assert sources and all(src.startswith("/") for src in sources), sources
-    for src in sources:
+    links = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert links and all(link.startswith("/") for link in links), links
+    # What the page loads (scripts, styles, the icon) answers from the same process.
+    loaded = re.findall(r'src="([^"]+)"', page.text) + [
+        link for link in links if link.startswith("/static/")
+    ]
+    assert "/registry/docs/?script=" in loaded
+    for src in loaded:
         assert httpx.get(f"{hub.web_a}{src}").status_code == 200, src
