@@ -163,6 +163,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "oauth2_provider",
     "a2ahub",
     "agents",
@@ -528,4 +529,10 @@ SPECTACULAR_SETTINGS = {
         "TaskStateEnum": "tasks.models.TaskState",
         "DeliveryStateEnum": "push.models.DeliveryState",
     },
+    # The docs pages (Swagger UI) load their scripts and styles from the hub's own static
+    # files (drf-spectacular-sidecar ships them), never from a CDN; no outside validator.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None, "docExpansion": "list"},
 }

@@ -20,6 +20,7 @@ urlpatterns = [
     path(".well-known/agent.json", agent_views.hub_card),
     path(".well-known/ai-catalog.json", catalog.ai_catalog, name="catalog"),
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
+    path("favicon.ico", hub_views.favicon, name="favicon"),
     path("healthz", hub_views.healthz, name="healthz"),
     path("readyz", hub_views.readyz, name="readyz"),
     path("metrics", hub_views.prometheus, name="metrics"),

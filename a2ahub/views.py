@@ -1,5 +1,5 @@
 """Hub-wide documents of the project layer: the public keys that verify what the hub signs,
-and the operator's probes: liveness, readiness and Prometheus metrics."""
+the operator's probes (liveness, readiness and Prometheus metrics), and /favicon.ico."""
 
 from __future__ import annotations
 
@@ -7,13 +7,21 @@ import hmac
 import ipaddress
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from a2ahub import health, metrics
 from a2ahub.signing import published_keys
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico on pages that name no icon (JSON, DRF's pages): the
+    hub's one icon, so no page logs a 404 for it."""
+    return HttpResponsePermanentRedirect(static("hub/favicon.svg"))
 
 
 @require_GET

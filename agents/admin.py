@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from a2ahub.admin_columns import shorten
 from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
 from agents.forms import AgentForm, ApiKeyForm, SkillForm, SkillFormSet
 from agents.lookup import forget_agents
@@ -45,7 +46,7 @@ class AgentAdmin(admin.ModelAdmin):
     inlines = [SkillInline]
     list_display = [
         "slug",
-        "name",
+        shorten("name"),
         "executor_kind",
         "enabled",
         "public",
@@ -214,8 +215,8 @@ class RevokedFilter(admin.SimpleListFilter):
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     form = ApiKeyForm
-    list_display = ["name", "key_prefix", "owner", "agent", "scope_list", "created_at",
-                    "last_used_at", "active"]  # fmt: skip
+    list_display = [shorten("name"), "key_prefix", "owner", "agent",
+                    "scope_list", "created_at", "last_used_at", "active"]  # fmt: skip
     list_filter = [RevokedFilter, "agent"]
     list_select_related = ["owner", "agent"]
     search_fields = ["name", "prefix", "owner__username"]

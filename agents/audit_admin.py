@@ -11,10 +11,10 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
-from django.utils.html import format_html
 from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
 from oauth2_provider.models import get_access_token_model, get_application_model
 
+from a2ahub.admin_columns import shorten, shortened
 from agents.models import AccessChange, CredentialUse
 
 # A filter lists at most this many principals (the most recently seen); search finds the rest.
@@ -65,8 +65,10 @@ def principal_labels(principals: list[str]) -> list[str]:
 
 @admin.register(CredentialUse)
 class CredentialUseAdmin(ReadOnlyAdmin):
-    list_display = ["last_used_at", "agent_slug", "principal", "user", "credential_kind",
-                    "credential", "binding", "version", "calls", "first_used_at"]  # fmt: skip
+    list_display = [
+        "last_used_at", shorten("agent_slug", "agent slug"), shorten("principal"), "user",
+        "credential_kind", "credential", "binding", "version", "calls", "first_used_at",
+    ]  # fmt: skip
     list_filter = ["credential_kind", PrincipalFilter, "agent", "binding", "version"]
     list_select_related = ["user", "api_key", "application"]
     search_fields = ["principal", "agent_slug", "credential_ref", "user__username",
@@ -76,15 +78,19 @@ class CredentialUseAdmin(ReadOnlyAdmin):
     @admin.display(description="credential", ordering="credential_ref")
     def credential(self, use: CredentialUse) -> str:
         if use.api_key is not None:
-            return f"{use.credential_ref} ({use.api_key.name}, a2a_{use.api_key.prefix}_…)"
-        if use.application is not None:
-            return f"{use.credential_ref} ({use.application.name})"
-        return use.credential_ref or "—"
+            text = f"{use.credential_ref} ({use.api_key.name}, a2a_{use.api_key.prefix}_…)"
+        elif use.application is not None:
+            text = f"{use.credential_ref} ({use.application.name})"
+        else:
+            text = use.credential_ref
+        return shortened(text)
 
 
 @admin.register(AccessChange)
 class AccessChangeAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "agent_slug", "actor_name", "via", "was", "became"]
+    list_display = [
+        "created_at", shorten("agent_slug", "agent slug"), "actor_name", "via", "was", "became",
+    ]  # fmt: skip
     list_filter = ["via", "agent", ("actor", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["agent_slug", "actor_name"]
     ordering = ["-created_at", "-id"]
@@ -99,7 +105,8 @@ class AccessChangeAdmin(ReadOnlyAdmin):
 
 
 def as_text(values: dict[str, Any]) -> str:
-    return format_html("<code>{}</code>", json.dumps(values, ensure_ascii=False, sort_keys=True))
+    # One line, cut to the column (a list of thirty users is long); whole on hover.
+    return shortened(json.dumps(values, ensure_ascii=False, sort_keys=True), code=True)
 
 
 def last_use_of(**match: Any) -> Subquery:

@@ -10,10 +10,14 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import CharField, Count, Q, QuerySet, Value
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 
+from a2ahub.admin_columns import shorten, shortened
+from agents.views import public_base_url
 from push import engine
 from push.models import (
     Delivery,
@@ -126,9 +130,10 @@ class ConfigChangeList(ChangeList):
 
 @admin.register(PushNotificationConfig)
 class PushNotificationConfigAdmin(BigListAdmin):
+    # Long ids, URLs and errors are cut to one line (whole on hover): the list fits 1280 px.
     list_display = [
-        "config_id", "task", "url", "protocol_version", "active", "pending", "delivered",
-        "last_error", "updated_at",
+        shorten("config_id", "config id"), shorten("task_id", "task"), shorten("url", "URL"),
+        "protocol_version", "active", "pending", "delivered", shorten("last_error"), "updated_at",
     ]  # fmt: skip
     list_filter = [HealthFilter, "active", ProtocolVersionFilter]
     # Newest first, the primary key's order; no other column has an index to sort by.
@@ -205,8 +210,11 @@ class AttemptInline(admin.TabularInline):
 
 @admin.register(Delivery)
 class DeliveryAdmin(BigListAdmin):
-    list_display = ["id", "config", "sequence", "state", "attempts", "next_attempt_at",
-                    "delivered_at", "last_error"]  # fmt: skip
+    # Ids and errors on one line each (whole on hover), so "last error" stays on screen.
+    list_display = [
+        shorten("id", "id", code=True), shorten("config"), "sequence", "state", "attempts",
+        "next_attempt_at", "delivered_at", shorten("last_error"),
+    ]  # fmt: skip
     list_filter = ["state", "test"]
     list_select_related = ["config"]
     # Pending first, then the others, each latest due first: the order of the `delivery_due`
@@ -275,10 +283,22 @@ class InboxMessageInline(admin.StackedInline):
 
 @admin.register(WebhookInbox)
 class WebhookInboxAdmin(admin.ModelAdmin):
-    list_display = ["name", "inbox_url", "owner", "created_at"]
+    list_display = ["name", "inbox_url_column", "owner", "created_at"]
     readonly_fields = ["token", "inbox_url", "created_at"]
     inlines = [InboxMessageInline]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookInbox]:
+        # The list and the page read their rows here: each row learns the hub's address as
+        # this request sees it, for the whole URL a receiver is given.
+        base = Value(public_base_url(request), output_field=CharField())
+        return super().get_queryset(request).annotate(_base_url=base)
+
     @admin.display(description="webhook URL")
     def inbox_url(self, inbox: WebhookInbox) -> str:
-        return f"/push/inbox/{inbox.token}/" if inbox.token else ""
+        if not inbox.token:
+            return ""
+        return getattr(inbox, "_base_url", "") + reverse("push-inbox", args=[inbox.token])
+
+    @admin.display(description="webhook URL")
+    def inbox_url_column(self, inbox: WebhookInbox) -> SafeString | str:
+        return shortened(self.inbox_url(inbox), code=True)

@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from a2ahub.admin_columns import shorten
 from registry import actions
 from registry.models import Registration
 
@@ -32,8 +33,11 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 @admin.register(Registration)
 class RegistrationAdmin(admin.ModelAdmin):
-    list_display = ("agent", "registration_id", "owner_principal", "expires_at", "state",
-                    "health", "checked_at", "last_error", "source")  # fmt: skip
+    list_display = (
+        "agent", shorten("registration_id", "registration id", code=True),
+        shorten("owner_principal", "owner principal"), "expires_at", "state", "health",
+        "checked_at", shorten("last_error", "last error"), "source",
+    )  # fmt: skip
     list_filter = (ExpiryFilter, "health", "source")
     search_fields = ("agent__slug", "registration_id", "owner_principal")
     readonly_fields = (
@@ -45,6 +49,11 @@ class RegistrationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # agents register themselves
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Every field is the agent's to change (renew, deregister): the page is "View
+        # registration", without save buttons; revoking is the list's action.
+        return False
 
     @admin.display(description="state")
     def state(self, registration: Registration) -> str:

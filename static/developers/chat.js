@@ -308,8 +308,12 @@
     }
   });
 
+  // Enter sends, as in any chat; Shift+Enter starts a new line (the hint under the box says
+  // so). A key that ends an input method's composition is not a send.
   textBox.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    if (!sendButton.disabled && textBox.value.trim()) form.requestSubmit();
   });
 
   cancelButton.addEventListener("click", async () => {

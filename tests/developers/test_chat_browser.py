@@ -224,3 +224,28 @@ def test_data_is_a_tree_and_hostile_text_stays_text(page: Page, hub: ChatHub) ->
     assert page.locator("#chat-log img, #chat-log script, #chat-log b").count() == 0
     assert dialogs == []
     screenshot(page, "hostile-text")
+
+
+def test_enter_sends_shift_enter_starts_a_line_and_the_page_says_so(
+    page: Page, hub: ChatHub
+) -> None:
+    page.goto(f"{hub.base}/dev/agents/echo/chat/")
+    expect(page.locator("#chat-keys")).to_have_text("Enter sends · Shift+Enter starts a new line")
+    # Before any task, the cancel button is greyed and refuses the pointer.
+    cancel = page.locator("#chat-cancel")
+    expect(cancel).to_be_disabled()
+    assert cancel.evaluate("(b) => getComputedStyle(b).cursor") == "not-allowed"
+    danger_red = "rgb(179, 38, 30)"  # --hub-bad, the enabled button's colour
+    assert cancel.evaluate("(b) => getComputedStyle(b).backgroundColor") != danger_red
+
+    page.click("#chat-text")
+    page.keyboard.type("first line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    expect(page.locator("#chat-text")).to_have_value("first line\nsecond line")
+    expect(page.locator(".turn.agent")).to_have_count(0)
+    page.keyboard.press("Enter")
+
+    expect(page.locator("#chat-state")).to_have_text("completed")
+    expect(page.locator(".turn.agent")).to_contain_text("second line")
+    screenshot(page, "enter-sent")
