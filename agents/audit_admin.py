@@ -4,7 +4,6 @@ applications, next to them in django-oauth-toolkit's own lists."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
@@ -15,6 +14,7 @@ from django.utils.html import format_html
 from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
 from oauth2_provider.models import get_access_token_model, get_application_model
 
+from a2ahub import when
 from agents.models import AccessChange, CredentialUse
 
 # A filter lists at most this many principals (the most recently seen); search finds the rest.
@@ -99,7 +99,8 @@ class AccessChangeAdmin(ReadOnlyAdmin):
 
 
 def as_text(values: dict[str, Any]) -> str:
-    return format_html("<code>{}</code>", json.dumps(values, ensure_ascii=False, sort_keys=True))
+    """ "access: listed; users: operator, alice", not JSON or a Python list."""
+    return format_html("<code>{}</code>", when.plain(dict(sorted(values.items()))))
 
 
 def last_use_of(**match: Any) -> Subquery:

@@ -27,6 +27,7 @@ from agents.models import Agent
 from console import rollup, sends
 from console.models import BUCKET_FIELDS, TURN_BUCKETS, FinishedHour, FinishedMinute, RollupMark
 from push.models import Delivery, DeliveryState, PushNotificationConfig
+from registry.models import Registration
 from tasks.admin import STUCK_MINUTES
 from tasks.models import ACTIVE_STATES, OPEN_STATES, Task, TaskState
 
@@ -42,6 +43,7 @@ PUSH_SCAN_CAP = 10_000  # pending deliveries looked at, soonest due first
 # a rollup job that stopped shows as a warning, not as a slow page.
 LIVE_TAIL_CAP = timedelta(minutes=10)
 CHART_MINUTES = 60
+EXPIRING_WITHIN = timedelta(hours=24)
 
 
 @dataclass
@@ -113,6 +115,10 @@ class Dashboard:
     push_abandoned_day: int = 0
     processes: list[processes.Beat] = field(default_factory=list)
     health: dict[str, str] = field(default_factory=dict)
+    expiring: list[Registration] = field(default_factory=list)
+    registrations: int = 0
+    embedded: bool = False
+    rollup_every: float = 0.0
     count_cap: int = COUNT_CAP
     stuck_minutes: int = 5
 
@@ -162,7 +168,25 @@ def gather(now: datetime | None = None) -> Dashboard:
     board.push_abandoned_day = abandoned_since(now - timedelta(days=1))
     board.processes = processes.live()
     board.health = reachability()
+    board.registrations, board.expiring = expiring_registrations(now)
+    board.embedded = settings.EMBEDDED
+    board.rollup_every = rollup_interval()
     return board
+
+
+def rollup_interval() -> float:
+    """How often the minute rollup runs: by Celery beat, or, embedded, by the web process's
+    maintenance thread, which looks for due jobs once a heartbeat."""
+    every = float(settings.CONSOLE_ROLLUP_SECONDS)
+    return max(every, float(settings.TASK_HEARTBEAT_SECONDS)) if settings.EMBEDDED else every
+
+
+def expiring_registrations(now: datetime) -> tuple[int, list[Registration]]:
+    """The registry's live registrations (a capped count) and the first to expire within
+    EXPIRING_WITHIN: a range of the index on `expires_at`."""
+    live = Registration.objects.filter(expires_at__gt=now)
+    soon = live.filter(expires_at__lte=now + EXPIRING_WITHIN).select_related("agent")
+    return capped_count(live), list(soon.order_by("expires_at")[:LIST_ROWS])
 
 
 def capped_count(queryset: QuerySet[Any]) -> int:
@@ -260,15 +284,18 @@ def shares(items: list[Counted]) -> list[Counted]:
 
 
 def percentile(buckets: list[int], fraction: float) -> str:
-    """The bucket bound under which `fraction` of the turns fall ("—" without turns)."""
+    """The bucket that the turn at `fraction` of them falls in, as the range it is sure of
+    ("10–30 s" for a 12 s turn; "—" without turns): a histogram knows no more than that."""
     total = sum(buckets)
     if not total:
         return "—"
     seen = 0
+    lower = 0.0
     for count, bound in zip(buckets, TURN_BUCKETS, strict=True):
         seen += count
         if seen >= fraction * total and bound != float("inf"):
-            return f"≤ {bound:g} s"
+            return f"≤ {bound:g} s" if not lower else f"{lower:g}–{bound:g} s"
+        lower = bound
     return f"> {TURN_BUCKETS[-2]:g} s"
 
 
