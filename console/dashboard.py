@@ -285,7 +285,7 @@ def shares(items: list[Counted]) -> list[Counted]:
 
 def percentile(buckets: list[int], fraction: float) -> str:
     """The bucket that the turn at `fraction` of them falls in, as the range it is sure of
-    ("10–30 s" for a 12 s turn; "—" without turns): a histogram knows no more than that."""
+    (from 10 to 30 s for a 12 s turn; "—" without turns): a histogram knows no more."""
     total = sum(buckets)
     if not total:
         return "—"
@@ -294,7 +294,7 @@ def percentile(buckets: list[int], fraction: float) -> str:
     for count, bound in zip(buckets, TURN_BUCKETS, strict=True):
         seen += count
         if seen >= fraction * total and bound != float("inf"):
-            return f"≤ {bound:g} s" if not lower else f"{lower:g}–{bound:g} s"
+            return f"≤ {bound:g} s" if not lower else f"{lower:g}\u2013{bound:g} s"
         lower = bound
     return f"> {TURN_BUCKETS[-2]:g} s"
 

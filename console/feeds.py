@@ -168,9 +168,7 @@ class TaskTimeline(Feed):
 
 def watch_task(task_id: str, after: int, messages_after: int, watcher: Watcher) -> bool:
     """Whether the watcher started the task's feed (which then catches it up itself)."""
-    return join(
-        ("task", task_id), lambda: TaskTimeline(task_id, after, messages_after), watcher
-    )
+    return join(("task", task_id), lambda: TaskTimeline(task_id, after, messages_after), watcher)
 
 
 def unwatch_task(task_id: str, watcher: Watcher) -> None:

@@ -70,4 +70,5 @@ def artifact_rows(task: Task) -> list[dict[str, Any]]:
 
 
 def inline_row(row: Message | Artifact, inline: Any) -> dict[str, Any]:
-    return {"position": row.position, "cells": {n: rows.cell(row, n, inline) for n in inline.fields}}
+    cells = {name: rows.cell(row, name, inline) for name in inline.fields}
+    return {"position": row.position, "cells": cells}
