@@ -427,7 +427,7 @@
   }
 
   function countNewRows(added) {
-    document.querySelectorAll(".paginator").forEach((line) => {
+    document.querySelectorAll(".paginator, #changelist-search .quiet").forEach((line) => {
       replaceCount(line, added);
     });
   }
@@ -436,10 +436,10 @@
     const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) {
       const node = walker.currentNode;
-      const found = node.nodeValue.match(/(\d[\d,]*)(\+?)\s+tasks?\b/);
+      const found = node.nodeValue.match(/(\d[\d,]*)(\+?)\s+(task|result)s?\b/);
       if (found && !found[2]) {
         const count = parseInt(found[1].replace(/,/g, ""), 10) + added;
-        const words = count.toLocaleString("en-US") + (count === 1 ? " task" : " tasks");
+        const words = count.toLocaleString("en-US") + " " + found[3] + (count === 1 ? "" : "s");
         node.nodeValue = node.nodeValue.replace(found[0], words);
         return;
       }

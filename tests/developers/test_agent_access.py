@@ -250,3 +250,14 @@ def test_the_page_lists_who_called_with_which_credential_once_the_calls_are_writ
     assert "application robot" in by_caller["robot"]
     assert "OAuth2 token" in by_caller["robot"] and '<td class="calls">1</td>' in by_caller["robot"]
     assert secret not in page
+
+
+def test_the_page_lists_changed_names_in_words_not_python(
+    dev_client: Client, mine: Agent, friend: User
+) -> None:
+    save(dev_client, access="listed", allowed_users="friend")
+
+    page = dev_client.get(PAGE).content.decode()
+
+    assert "allowed_users to <code>friend</code>" in page
+    assert "[&#x27;" not in page and "['" not in page
