@@ -145,20 +145,21 @@ class TaskTimeline(Feed):
     async def send_new(self, always: bool = False) -> None:
         """Every event after the last one sent, read from the database (so a page never
         misses one that Redis dropped), in batches; then the page's other parts."""
-        sent = False
+        sent = artifacts = False
         while True:
             batch = await in_thread(rows.events_after)(self.task_id, self.last)
             if batch:
                 self.last = batch[-1]["sequence"]
                 self.broadcast({"type": "events", "events": batch})
-                sent = True
+                sent, artifacts = True, artifacts or rows.touches_artifacts(batch)
             if len(batch) < rows.EVENT_BATCH:
                 break
         if sent or always:
-            await self.send_task()
+            await self.send_task(artifacts or always)
 
-    async def send_task(self) -> None:
-        view = await in_thread(task_view.task_view)(self.task_id, self.last_message)
+    async def send_task(self, artifacts: bool) -> None:
+        # The artifacts (their parts may be large) only when an event changed them.
+        view = await in_thread(task_view.task_view)(self.task_id, self.last_message, artifacts)
         if view is None:
             return
         if view["messages"]:

@@ -21,6 +21,7 @@ from tasks.admin import event_progress, state_name, summarize_event
 from tasks.models import OPEN_STATES, Task, TaskEvent, TaskState
 
 EVENT_BATCH = 200
+ARTIFACT_UPDATE = dict(TaskEvent.KINDS)["artifact"]  # an event row's kind, as it is shown
 CHANGED_CAP = 100  # tasks a look finds of each kind
 LOOKUP_CAP = 1_000  # changed task ids looked up at once
 
@@ -47,6 +48,11 @@ def event_row(event: TaskEvent) -> dict[str, Any]:
         "state": state_after(event.payload or {}),
         "progress": list(progress) if progress else None,
     }
+
+
+def touches_artifacts(batch: list[dict[str, Any]]) -> bool:
+    """Whether these event rows change the task's artifacts."""
+    return any(event["kind"] == ARTIFACT_UPDATE for event in batch)
 
 
 def state_after(payload: dict[str, Any]) -> str:

@@ -21,9 +21,9 @@ MESSAGE_BATCH = 200
 ARTIFACT_CAP = 100
 
 
-def task_view(task_id: str, messages_after: int) -> dict[str, Any] | None:
-    """The page's parts as they are now; messages after position `messages_after` only (a
-    page keeps those it has). None when the task is gone."""
+def task_view(task_id: str, messages_after: int, artifacts: bool = True) -> dict[str, Any] | None:
+    """The page's parts as they are now: messages after position `messages_after` only (a
+    page keeps those it has), the artifacts if asked. None when the task is gone."""
     task = Task.objects.filter(pk=task_id).select_related("agent").first()
     if task is None:
         return None
@@ -36,7 +36,7 @@ def task_view(task_id: str, messages_after: int) -> dict[str, Any] | None:
         "summary": summary_html(task),
         "fields": {name: rows.cell(task, name, task_admin) for name in MOVING_FIELDS},
         "messages": message_rows(task, messages_after),
-        "artifacts": artifact_rows(task),
+        "artifacts": artifact_rows(task) if artifacts else [],
     }
 
 
