@@ -263,10 +263,18 @@ def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         key = (row["agent_id"], row["state"])
         into = merged.setdefault(key, {"agent_id": key[0], "state": key[1]} | dict.fromkeys(
-            rollup.SUMMED, 0))  # fmt: skip
+            rollup.SUMMED, 0) | dict.fromkeys(rollup.EXTREMES))  # fmt: skip
         for name in rollup.SUMMED:
             into[name] += int(row[name] or 0)
+        into["turn_min"] = extreme(min, into["turn_min"], row.get("turn_min"))
+        into["turn_max"] = extreme(max, into["turn_max"], row.get("turn_max"))
     return list(merged.values())
+
+
+def extreme(pick: Any, *values: float | None) -> float | None:
+    """The least or greatest of the values that are known."""
+    known = [value for value in values if value is not None]
+    return float(pick(known)) if known else None
 
 
 def by_state(rows: list[dict[str, Any]]) -> list[Counted]:
@@ -283,20 +291,37 @@ def shares(items: list[Counted]) -> list[Counted]:
     return items
 
 
-def percentile(buckets: list[int], fraction: float) -> str:
-    """The bucket that the turn at `fraction` of them falls in, as the range it is sure of
-    (from 10 to 30 s for a 12 s turn; "—" without turns): a histogram knows no more."""
+def percentile(
+    buckets: list[int],
+    fraction: float,
+    shortest: float | None = None,
+    longest: float | None = None,
+) -> str:
+    """The range the turn at `fraction` of them is sure to lie in: its bucket of the
+    histogram, narrowed by the shortest and longest turns seen ("12 s" for one 12 s turn,
+    from 10.5 to 14 s for several; "—" without turns)."""
     total = sum(buckets)
     if not total:
         return "—"
-    seen = 0
-    lower = 0.0
+    seen, lower = 0, 0.0
     for count, bound in zip(buckets, TURN_BUCKETS, strict=True):
         seen += count
-        if seen >= fraction * total and bound != float("inf"):
-            return f"≤ {bound:g} s" if not lower else f"{lower:g}\u2013{bound:g} s"
+        if seen >= fraction * total:
+            low = max(lower, shortest) if shortest is not None else lower
+            high = min(bound, longest) if longest is not None else bound
+            return turn_range(low, high, lower)
         lower = bound
-    return f"> {TURN_BUCKETS[-2]:g} s"
+    return "—"
+
+
+def turn_range(low: float, high: float, bucket_floor: float) -> str:
+    if high == float("inf"):
+        return f"> {low:g} s"
+    if round(high - low, 1) == 0:
+        return f"{round(high, 1):g} s"
+    if low == 0 and bucket_floor == 0:
+        return f"≤ {round(high, 1):g} s"
+    return f"{round(low, 1):g}\u2013{round(high, 1):g} s"
 
 
 # -- open tasks: capped counts on the (state, heartbeat_at) index ---------------------------
@@ -367,6 +392,7 @@ def agent_rows(finished: Finished, open_counts: dict[int, int]) -> list[AgentRow
 
 def add_finished(rows: dict[int, AgentRow], finished: list[dict[str, Any]], window: str) -> None:
     buckets: dict[int, list[int]] = {}
+    extremes: dict[int, tuple[float | None, float | None]] = {}
     for row in finished:
         agent_row = rows.get(row["agent_id"])
         if agent_row is None:
@@ -378,9 +404,16 @@ def add_finished(rows: dict[int, AgentRow], finished: list[dict[str, Any]], wind
         sums = buckets.setdefault(row["agent_id"], [0] * len(BUCKET_FIELDS))
         for i, name in enumerate(BUCKET_FIELDS):
             sums[i] += int(row[name] or 0)
+        low, high = extremes.get(row["agent_id"], (None, None))
+        extremes[row["agent_id"]] = (
+            extreme(min, low, row.get("turn_min")),
+            extreme(max, high, row.get("turn_max")),
+        )
     if window == "hour":
         for pk, sums in buckets.items():
-            rows[pk].p50, rows[pk].p95 = percentile(sums, 0.5), percentile(sums, 0.95)
+            seen = extremes.get(pk, (None, None))
+            rows[pk].p50 = percentile(sums, 0.5, *seen)
+            rows[pk].p95 = percentile(sums, 0.95, *seen)
 
 
 # -- push queues: the first pending deliveries by due time (the `delivery_due` index) --------
