@@ -194,6 +194,9 @@
   }
 
   function shortDuration(seconds) {
+    if (seconds < 0.1) {
+      return "<0.1 s";
+    }
     if (seconds < 10) {
       return (Math.round(seconds * 10) / 10).toFixed(1).replace(/\.0$/, "") + " s";
     }
