@@ -297,6 +297,11 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# One date format across the hub, to the second ("2026-11-27 01:54:07"): Django reads the
+# locale's formats before these settings, so they live in a format module of our own.
+FORMAT_MODULE_PATH = ["a2ahub.formats"]
+DATETIME_FORMAT = "Y-m-d H:i:s"
+SHORT_DATETIME_FORMAT = "Y-m-d H:i:s"
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

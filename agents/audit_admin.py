@@ -4,7 +4,6 @@ applications, next to them in django-oauth-toolkit's own lists."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
@@ -14,6 +13,7 @@ from django.http import HttpRequest
 from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
 from oauth2_provider.models import get_access_token_model, get_application_model
 
+from a2ahub import when
 from a2ahub.admin_columns import shorten, shortened
 from agents.models import AccessChange, CredentialUse
 
@@ -106,7 +106,7 @@ class AccessChangeAdmin(ReadOnlyAdmin):
 
 def as_text(values: dict[str, Any]) -> str:
     # One line, cut to the column (a list of thirty users is long); whole on hover.
-    return shortened(json.dumps(values, ensure_ascii=False, sort_keys=True), code=True)
+    return shortened(when.plain(dict(sorted(values.items()))), code=True)
 
 
 def last_use_of(**match: Any) -> Subquery:

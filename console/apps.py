@@ -21,6 +21,8 @@ class ConsoleConfig(AppConfig):
         admin.site.site_header = settings.HUB_NAME
         admin.site.site_title = settings.HUB_NAME
         admin.site.index_title = f"{settings.HUB_NAME} dashboard"
+        # One mark for "no value" across the hub (Django's own is "-").
+        admin.site.empty_value_display = "—"
 
         # Finished tasks by minute and hour, for the dashboard's charts.
         schedule.register(jobs.roll_up_finished_tasks, lambda: settings.CONSOLE_ROLLUP_SECONDS)

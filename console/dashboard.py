@@ -27,6 +27,7 @@ from agents.models import Agent
 from console import rollup, sends
 from console.models import BUCKET_FIELDS, TURN_BUCKETS, FinishedHour, FinishedMinute, RollupMark
 from push.models import Delivery, DeliveryState, PushNotificationConfig
+from registry.models import Registration
 from tasks.admin import STUCK_MINUTES
 from tasks.models import ACTIVE_STATES, OPEN_STATES, Task, TaskState
 
@@ -42,6 +43,7 @@ PUSH_SCAN_CAP = 10_000  # pending deliveries looked at, soonest due first
 # a rollup job that stopped shows as a warning, not as a slow page.
 LIVE_TAIL_CAP = timedelta(minutes=10)
 CHART_MINUTES = 60
+EXPIRING_WITHIN = timedelta(hours=24)
 
 
 @dataclass
@@ -113,6 +115,10 @@ class Dashboard:
     push_abandoned_day: int = 0
     processes: list[processes.Beat] = field(default_factory=list)
     health: dict[str, str] = field(default_factory=dict)
+    expiring: list[Registration] = field(default_factory=list)
+    registrations: int = 0
+    embedded: bool = False
+    rollup_every: float = 0.0
     count_cap: int = COUNT_CAP
     stuck_minutes: int = 5
 
@@ -162,7 +168,25 @@ def gather(now: datetime | None = None) -> Dashboard:
     board.push_abandoned_day = abandoned_since(now - timedelta(days=1))
     board.processes = processes.live()
     board.health = reachability()
+    board.registrations, board.expiring = expiring_registrations(now)
+    board.embedded = settings.EMBEDDED
+    board.rollup_every = rollup_interval()
     return board
+
+
+def rollup_interval() -> float:
+    """How often the minute rollup runs: by Celery beat, or, embedded, by the web process's
+    maintenance thread, which looks for due jobs once a heartbeat."""
+    every = float(settings.CONSOLE_ROLLUP_SECONDS)
+    return max(every, float(settings.TASK_HEARTBEAT_SECONDS)) if settings.EMBEDDED else every
+
+
+def expiring_registrations(now: datetime) -> tuple[int, list[Registration]]:
+    """The registry's live registrations (a capped count) and the first to expire within
+    EXPIRING_WITHIN: a range of the index on `expires_at`."""
+    live = Registration.objects.filter(expires_at__gt=now)
+    soon = live.filter(expires_at__lte=now + EXPIRING_WITHIN).select_related("agent")
+    return capped_count(live), list(soon.order_by("expires_at")[:LIST_ROWS])
 
 
 def capped_count(queryset: QuerySet[Any]) -> int:
@@ -239,10 +263,18 @@ def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         key = (row["agent_id"], row["state"])
         into = merged.setdefault(key, {"agent_id": key[0], "state": key[1]} | dict.fromkeys(
-            rollup.SUMMED, 0))  # fmt: skip
+            rollup.SUMMED, 0) | dict.fromkeys(rollup.EXTREMES))  # fmt: skip
         for name in rollup.SUMMED:
             into[name] += int(row[name] or 0)
+        into["turn_min"] = extreme(min, into["turn_min"], row.get("turn_min"))
+        into["turn_max"] = extreme(max, into["turn_max"], row.get("turn_max"))
     return list(merged.values())
+
+
+def extreme(pick: Any, *values: float | None) -> float | None:
+    """The least or greatest of the values that are known."""
+    known = [value for value in values if value is not None]
+    return float(pick(known)) if known else None
 
 
 def by_state(rows: list[dict[str, Any]]) -> list[Counted]:
@@ -259,17 +291,37 @@ def shares(items: list[Counted]) -> list[Counted]:
     return items
 
 
-def percentile(buckets: list[int], fraction: float) -> str:
-    """The bucket bound under which `fraction` of the turns fall ("—" without turns)."""
+def percentile(
+    buckets: list[int],
+    fraction: float,
+    shortest: float | None = None,
+    longest: float | None = None,
+) -> str:
+    """The range the turn at `fraction` of them is sure to lie in: its bucket of the
+    histogram, narrowed by the shortest and longest turns seen ("12 s" for one 12 s turn,
+    from 10.5 to 14 s for several; "—" without turns)."""
     total = sum(buckets)
     if not total:
         return "—"
-    seen = 0
+    seen, lower = 0, 0.0
     for count, bound in zip(buckets, TURN_BUCKETS, strict=True):
         seen += count
-        if seen >= fraction * total and bound != float("inf"):
-            return f"≤ {bound:g} s"
-    return f"> {TURN_BUCKETS[-2]:g} s"
+        if seen >= fraction * total:
+            low = max(lower, shortest) if shortest is not None else lower
+            high = min(bound, longest) if longest is not None else bound
+            return turn_range(low, high, lower)
+        lower = bound
+    return "—"
+
+
+def turn_range(low: float, high: float, bucket_floor: float) -> str:
+    if high == float("inf"):
+        return f"> {low:g} s"
+    if round(high - low, 1) == 0:
+        return f"{round(high, 1):g} s"
+    if low == 0 and bucket_floor == 0:
+        return f"≤ {round(high, 1):g} s"
+    return f"{round(low, 1):g}\u2013{round(high, 1):g} s"
 
 
 # -- open tasks: capped counts on the (state, heartbeat_at) index ---------------------------
@@ -340,6 +392,7 @@ def agent_rows(finished: Finished, open_counts: dict[int, int]) -> list[AgentRow
 
 def add_finished(rows: dict[int, AgentRow], finished: list[dict[str, Any]], window: str) -> None:
     buckets: dict[int, list[int]] = {}
+    extremes: dict[int, tuple[float | None, float | None]] = {}
     for row in finished:
         agent_row = rows.get(row["agent_id"])
         if agent_row is None:
@@ -351,9 +404,16 @@ def add_finished(rows: dict[int, AgentRow], finished: list[dict[str, Any]], wind
         sums = buckets.setdefault(row["agent_id"], [0] * len(BUCKET_FIELDS))
         for i, name in enumerate(BUCKET_FIELDS):
             sums[i] += int(row[name] or 0)
+        low, high = extremes.get(row["agent_id"], (None, None))
+        extremes[row["agent_id"]] = (
+            extreme(min, low, row.get("turn_min")),
+            extreme(max, high, row.get("turn_max")),
+        )
     if window == "hour":
         for pk, sums in buckets.items():
-            rows[pk].p50, rows[pk].p95 = percentile(sums, 0.5), percentile(sums, 0.95)
+            seen = extremes.get(pk, (None, None))
+            rows[pk].p50 = percentile(sums, 0.5, *seen)
+            rows[pk].p95 = percentile(sums, 0.95, *seen)
 
 
 # -- push queues: the first pending deliveries by due time (the `delivery_due` index) --------

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from console import live_pages, rows
+from console import live_pages, rows, task_view
 from tasks import events
 
 logger = logging.getLogger(__name__)
@@ -119,18 +119,21 @@ def in_thread(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class TaskTimeline(Feed):
-    """Starts from the events its first page has (`after`): once subscribed it reads what
-    came since, so nothing written before the subscription took effect is missed."""
+    """Starts from the events and messages its first page has (`after`, `messages_after`):
+    once subscribed it reads what came since, so nothing written before the subscription took
+    effect is missed. After new events it sends the rest of the page as it now is
+    (`console.task_view`): heading, state, fields, messages, artifacts."""
 
-    def __init__(self, task_id: str, after: int) -> None:
+    def __init__(self, task_id: str, after: int, messages_after: int = 0) -> None:
         super().__init__(("task", task_id))
         self.task_id = task_id
         self.last = after
+        self.last_message = messages_after
 
     async def run(self) -> None:
         subscription = await events.subscribe(self.task_id)
         try:
-            await self.send_new()
+            await self.send_new(always=True)
             while True:
                 await subscription.get()
                 while subscription.ready:  # one read for all that came together
@@ -139,22 +142,34 @@ class TaskTimeline(Feed):
         finally:
             events.unsubscribe(subscription)
 
-    async def send_new(self) -> None:
+    async def send_new(self, always: bool = False) -> None:
         """Every event after the last one sent, read from the database (so a page never
-        misses one that Redis dropped), in batches."""
+        misses one that Redis dropped), in batches; then the page's other parts."""
+        sent = artifacts = False
         while True:
             batch = await in_thread(rows.events_after)(self.task_id, self.last)
-            if not batch:
-                return
-            self.last = batch[-1]["sequence"]
-            self.broadcast({"type": "events", "events": batch})
+            if batch:
+                self.last = batch[-1]["sequence"]
+                self.broadcast({"type": "events", "events": batch})
+                sent, artifacts = True, artifacts or rows.touches_artifacts(batch)
             if len(batch) < rows.EVENT_BATCH:
-                return
+                break
+        if sent or always:
+            await self.send_task(artifacts or always)
+
+    async def send_task(self, artifacts: bool) -> None:
+        # The artifacts (their parts may be large) only when an event changed them.
+        view = await in_thread(task_view.task_view)(self.task_id, self.last_message, artifacts)
+        if view is None:
+            return
+        if view["messages"]:
+            self.last_message = view["messages"][-1]["position"]
+        self.broadcast(view)
 
 
-def watch_task(task_id: str, after: int, watcher: Watcher) -> bool:
+def watch_task(task_id: str, after: int, messages_after: int, watcher: Watcher) -> bool:
     """Whether the watcher started the task's feed (which then catches it up itself)."""
-    return join(("task", task_id), lambda: TaskTimeline(task_id, after), watcher)
+    return join(("task", task_id), lambda: TaskTimeline(task_id, after, messages_after), watcher)
 
 
 def unwatch_task(task_id: str, watcher: Watcher) -> None:

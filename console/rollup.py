@@ -15,7 +15,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
+from django.db.models import (
+    Aggregate,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+)
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
@@ -85,18 +96,33 @@ def count_finished(start: datetime, end: datetime, by_minute: bool) -> list[dict
     if by_minute:
         rows = rows.annotate(minute=TruncMinute("updated_at"))
         keys.insert(0, "minute")
-    return list(rows.values(*keys).annotate(count=Count("pk"), **histogram["counts"]))
+    extremes = {"shortest": Min("turn"), "longest": Max("turn")}
+    found = rows.values(*keys).annotate(count=Count("pk"), **histogram["counts"], **extremes)
+    return [in_seconds(row) for row in found]
+
+
+def in_seconds(row: dict[str, Any]) -> dict[str, Any]:
+    """A counted row with its shortest and longest turn as the models keep them."""
+    shortest, longest = row.pop("shortest"), row.pop("longest")
+    row["turn_min"] = shortest.total_seconds() if shortest is not None else None
+    row["turn_max"] = longest.total_seconds() if longest is not None else None
+    return row
 
 
 SUMMED = ("count", *BUCKET_FIELDS)
+EXTREMES: dict[str, type[Aggregate]] = {"turn_min": Min, "turn_max": Max}
 
 
 def summed(rows: QuerySet[Any], *keys: str) -> list[dict[str, Any]]:
-    """Rollup rows summed by `keys`, with the models' field names (an annotation may not
-    take the name of a field, so the sums are renamed on the way out)."""
-    sums = {f"sum_{name}": Sum(name) for name in SUMMED}
+    """Rollup rows summed by `keys` (their shortest and longest turns kept), with the models'
+    field names (an annotation may not take the name of a field, so the sums are renamed on
+    the way out)."""
+    sums: dict[str, Aggregate] = {f"sum_{name}": Sum(name) for name in SUMMED}
+    sums |= {f"ext_{name}": aggregate(name) for name, aggregate in EXTREMES.items()}
     return [
-        {key: row[key] for key in keys} | {name: row[f"sum_{name}"] or 0 for name in SUMMED}
+        {key: row[key] for key in keys}
+        | {name: row[f"sum_{name}"] or 0 for name in SUMMED}
+        | {name: row[f"ext_{name}"] for name in EXTREMES}
         for row in rows.order_by().values(*keys).annotate(**sums)
     ]
 

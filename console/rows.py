@@ -13,13 +13,15 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import strip_tags
+from django.utils.html import conditional_escape
 
+from a2ahub import when
 from console.rollup import finished_between
-from tasks.admin import state_name, summarize_event
+from tasks.admin import event_progress, state_name, summarize_event
 from tasks.models import OPEN_STATES, Task, TaskEvent, TaskState
 
 EVENT_BATCH = 200
+ARTIFACT_UPDATE = dict(TaskEvent.KINDS)["artifact"]  # an event row's kind, as it is shown
 CHANGED_CAP = 100  # tasks a look finds of each kind
 LOOKUP_CAP = 1_000  # changed task ids looked up at once
 
@@ -36,14 +38,21 @@ def events_after(task_id: str, after: int) -> list[dict[str, Any]]:
 
 def event_row(event: TaskEvent) -> dict[str, Any]:
     """An event as the timeline's row shows it, and the task's state after it."""
-    created_at = TaskEvent._meta.get_field("created_at")
+    progress = event_progress(event)
     return {
         "sequence": event.sequence,
         "kind": event.get_kind_display(),
-        "created_at": str(display_for_field(event.created_at, created_at, "-")),
+        "created_at": when.absolute(event.created_at),
+        "at": event.created_at.isoformat(),
         "summary": summarize_event(event),
         "state": state_after(event.payload or {}),
+        "progress": list(progress) if progress else None,
     }
+
+
+def touches_artifacts(batch: list[dict[str, Any]]) -> bool:
+    """Whether these event rows change the task's artifacts."""
+    return any(event["kind"] == ARTIFACT_UPDATE for event in batch)
 
 
 def state_after(payload: dict[str, Any]) -> str:
@@ -84,17 +93,18 @@ def task_row(task: Task, model_admin: Any) -> dict[str, Any]:
     }
 
 
-def cell(task: Task, name: str, model_admin: Any) -> str:
-    """A list cell's text, as the admin's changelist renders it."""
+def cell(row: models.Model, name: str, model_admin: Any) -> str:
+    """A cell's HTML, as the admin renders it in a list or an inline (escaped, but for the
+    HTML a display method makes)."""
     try:
-        field, attr, value = lookup_field(name, task, model_admin)
+        field, attr, value = lookup_field(name, row, model_admin)
     except (AttributeError, ObjectDoesNotExist):
-        return "-"
+        return when.EMPTY
     if field is not None and not isinstance(field, models.ForeignKey):
-        shown = display_for_field(value, field, "-")
+        shown = display_for_field(value, field, when.EMPTY)
     else:
-        shown = display_for_value(value, "-", boolean=getattr(attr, "boolean", False))
-    return strip_tags(str(shown))
+        shown = display_for_value(value, when.EMPTY, boolean=getattr(attr, "boolean", False))
+    return str(conditional_escape(shown))
 
 
 def changed_since(since: datetime) -> list[str]:

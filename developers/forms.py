@@ -106,7 +106,8 @@ class ImportCardForm(forms.Form):
     slug = forms.CharField(
         max_length=64,
         validators=[slug_validator],
-        help_text="The hub agent's address: /agents/<slug>/.",
+        # Help texts are shown as HTML (developers/field.html): the brackets are escaped.
+        help_text="The hub agent's address: <code>/agents/&lt;slug&gt;/</code>.",
     )
 
     def clean_slug(self) -> str:

@@ -30,7 +30,9 @@ class SlowExecutor(Executor):
             pause = min(step, seconds - elapsed)
             await asyncio.sleep(pause)
             elapsed += pause
-            await updater.update_status(f"{elapsed:g} of {seconds:g} seconds done.")
+            await updater.report_progress(
+                elapsed, seconds, f"{elapsed:g} of {seconds:g} seconds done."
+            )
         await updater.add_artifact(
             f"Worked for {seconds:g} seconds.", name="result", last_chunk=True
         )

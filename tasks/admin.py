@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -26,9 +27,11 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from a2ahub import when
 from tasks import changes, lifecycle, retention, runner
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
+from tasks.updater import PROGRESS_KEY
 
 STUCK_MINUTES = (5, 30, 120)
 TEXT_PREVIEW = 200
@@ -115,6 +118,34 @@ def summarize_status(status: dict[str, Any]) -> str:
     return f"{text}: {summarize_parts(parts)}" if parts else text
 
 
+def status_progress(status: dict[str, Any]) -> tuple[float, float] | None:
+    """The (done, total) an agent reported with a status (`TaskUpdater.report_progress`)."""
+    metadata = (status.get("message") or {}).get("metadata") or {}
+    progress = metadata.get(PROGRESS_KEY)
+    if not isinstance(progress, dict):
+        return None
+    done, total = progress.get("done"), progress.get("total")
+    numbers = (int, float)
+    if not isinstance(done, numbers) or not isinstance(total, numbers) or total <= 0:
+        return None
+    return float(min(max(done, 0), total)), float(total)
+
+
+def event_progress(event: TaskEvent) -> tuple[float, float] | None:
+    update = (event.payload or {}).get("statusUpdate") or {}
+    return status_progress(update.get("status") or {})
+
+
+def progress_bar(progress: tuple[float, float] | None) -> SafeString:
+    if progress is None:
+        return SafeString("")
+    done, total = progress
+    return format_html(
+        '<progress class="hub-progress" value="{}" max="{}" title="{} of {}"></progress>',
+        f"{done:g}", f"{total:g}", f"{done:g}", f"{total:g}",
+    )  # fmt: skip
+
+
 def summarize_event(event: TaskEvent) -> str:
     payload = event.payload or {}
     if "task" in payload:
@@ -156,15 +187,38 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 class TaskEventInline(ReadOnlyInline):
+    """The timeline. Each row carries what the page's script needs to show durations and
+    fold runs of progress reports into one row (static/console/live.js)."""
+
     model = TaskEvent
     verbose_name_plural = "timeline (events)"
-    readonly_fields = ("sequence", "kind", "created_at", "summary")
+    readonly_fields = ("sequence", "kind", "at", "summary")
     fields = readonly_fields
     ordering = ["sequence"]
 
+    @admin.display(description="when")
+    def at(self, event: TaskEvent) -> SafeString:
+        return event_time(event.created_at)
+
     @admin.display(description="what happened")
-    def summary(self, event: TaskEvent) -> str:
-        return summarize_event(event)
+    def summary(self, event: TaskEvent) -> SafeString:
+        return event_summary(summarize_event(event), event_progress(event))
+
+
+def event_time(moment: Any) -> SafeString:
+    """An event's time to the second; the script adds the time since the event before."""
+    stamp = when.absolute(moment)
+    return format_html('<time datetime="{}" title="{} UTC">{}</time>', moment.isoformat(), stamp,
+                       stamp)  # fmt: skip
+
+
+def event_summary(text: str, progress: tuple[float, float] | None) -> SafeString:
+    if progress is None:
+        return format_html('<span class="console-summary">{}</span>', text)
+    return format_html(
+        '<span class="console-summary" data-done="{}" data-total="{}">{}</span>',
+        f"{progress[0]:g}", f"{progress[1]:g}", text,
+    )  # fmt: skip
 
 
 class MessageInline(ReadOnlyInline):
@@ -187,6 +241,22 @@ class ArtifactInline(ReadOnlyInline):
     @admin.display(description="parts")
     def content(self, artifact: Artifact) -> SafeString:
         return render_parts(artifact, "artifact")
+
+
+def status_html(task: Task) -> SafeString:
+    """The task's status message, with a progress bar when its agent reported numbers."""
+    status = {"message": task.status_message or {}}
+    text = summarize_parts((task.status_message or {}).get("parts") or []) or when.EMPTY
+    bar = progress_bar(status_progress(status))
+    return format_html('{} <span class="console-status-text">{}</span>', bar, text)
+
+
+def execution_label(mode: str, label: str) -> str:
+    """How a task runs, true to the way this hub runs: an embedded hub has no Celery, its
+    worker jobs run on a pool inside the web process."""
+    if mode == "worker" and settings.EMBEDDED:
+        return "worker (the in-process worker pool)"
+    return label
 
 
 # The changelist.
@@ -231,8 +301,8 @@ def search_matches(term: str) -> Q:
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
     list_display = [
-        "short_id", "agent", "state", "owner", "protocol_version", "binding", "execution_mode",
-        "created_at", "status_timestamp",
+        "short_id", "agent", "state", "owner", "protocol_version", "binding", "execution",
+        "created_at", "status_moved",
     ]  # fmt: skip
     list_filter = [
         "agent", "state", ProtocolVersionFilter, "binding", StuckFilter,
@@ -255,11 +325,11 @@ class TaskAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["id", "client_id", "agent", "owner", "context_id", "state",
                            "status_timestamp", "status_text"]}),
-        ("Execution", {"fields": ["protocol_version", "binding", "execution_mode", "runner",
+        ("Execution", {"fields": ["protocol_version", "binding", "execution", "runner",
                                   "heartbeat_at", "last_sequence", "last_error"]}),
         ("Metadata", {"fields": ["metadata", "created_at", "updated_at"]}),
     ]  # fmt: skip
-    readonly_fields = ["status_text"]
+    readonly_fields = ["status_text", "execution"]
 
     # State changes only through the lifecycle: the admin shows tasks and cancels them.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -279,9 +349,16 @@ class TaskAdmin(admin.ModelAdmin):
         return str(task.id)[:8]
 
     @admin.display(description="status message")
-    def status_text(self, task: Task) -> str:
-        parts = (task.status_message or {}).get("parts") or []
-        return summarize_parts(parts) or "—"
+    def status_text(self, task: Task) -> SafeString:
+        return status_html(task)
+
+    @admin.display(description="execution mode", ordering="execution_mode")
+    def execution(self, task: Task) -> str:
+        return execution_label(task.execution_mode, task.get_execution_mode_display())
+
+    @admin.display(description="status changed", ordering="status_timestamp")
+    def status_moved(self, task: Task) -> SafeString:
+        return when.time_html(task.status_timestamp)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Task], search_term: str

@@ -41,6 +41,11 @@ S = TaskState
 
 Content = str | pb.Message | Iterable[pb.Part] | None
 
+# Where a status message carries structured progress (`TaskUpdater.report_progress`): its
+# metadata's `PROGRESS_KEY` holds `{"done": 3, "total": 12}`. Pages draw a bar from it, never
+# from the text, which is the agent's own wording.
+PROGRESS_KEY = "a2ahub/progress"
+
 # Set by a streaming request: its runner's writes then give the database connection back at
 # once, since the request (and its thread) lives as long as the stream.
 release_after_write: ContextVar[bool] = ContextVar("release_after_write", default=False)
@@ -97,6 +102,14 @@ class TaskUpdater:
     async def update_status(self, message: Content) -> None:
         """Report progress: the task stays working, with this as its status message."""
         await self._push(StatusChange(S.WORKING, agent_message(message)))
+
+    async def report_progress(self, done: float, total: float, text: str = "") -> None:
+        """Report progress as numbers (`done` of `total`) with a line of text for people; the
+        status message's metadata carries the numbers (`PROGRESS_KEY`)."""
+        message = agent_message(text or f"{done:g} of {total:g} done.")
+        assert message is not None
+        message.metadata.update({PROGRESS_KEY: {"done": done, "total": total}})
+        await self.update_status(message)
 
     async def add_artifact(
         self,

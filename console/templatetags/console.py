@@ -9,8 +9,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from console import charts, links, live_pages
+from console import charts, links, live_pages, task_view
 from console.dashboard import Dashboard, MinuteBar
+from tasks.models import Task
 
 register = template.Library()
 
@@ -18,6 +19,12 @@ register = template.Library()
 @register.inclusion_tag("console/dashboard.html")
 def console_dashboard() -> dict[str, Any]:
     return live_pages.dashboard_context()
+
+
+@register.simple_tag
+def task_summary(task: Task) -> SafeString:
+    """The line over a task's fields: state, duration, progress (refreshed live)."""
+    return SafeString(task_view.summary_html(task))
 
 
 @register.simple_tag

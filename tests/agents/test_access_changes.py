@@ -74,6 +74,18 @@ def test_the_admin_logs_only_what_changed(operator_client: Client, developer: Us
     assert change.after == {"allowed_users": ["dev", "other"]}
 
 
+def test_the_log_shows_names_in_words_not_a_python_list(
+    operator_client: Client, developer: User
+) -> None:
+    agent = make_agent("guarded", access="listed")
+    change_in_admin(operator_client, agent, access="listed", allowed_users=[str(developer.pk)])
+
+    page = operator_client.get(reverse("admin:agents_accesschange_changelist")).content.decode()
+
+    assert "<code>allowed_users: dev</code>" in page
+    assert "[&#x27;" not in page and "[&quot;" not in page
+
+
 def test_saving_an_agent_without_touching_its_access_logs_nothing(
     operator_client: Client,
 ) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from a2ahub import processes
+from registry.models import Registration
 from tasks.models import TaskState
 from tests.console.factories import finished_task, stuck_task, waiting_deliveries
 from tests.factories.agents import make_agent
@@ -58,7 +61,8 @@ def test_a_task_finished_a_moment_ago_is_counted_and_listed(
     assert row
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
     # open, finished 1 h, failed 1 h, finished 24 h, failed 24 h, p50, p95
-    assert cells[1:8] == ["0", "2", "1", "2", "1", "≤ 0.5 s", "≤ 60 s"]
+    # The buckets the turns fell in, narrowed by the shortest (0.3 s) and longest (40 s).
+    assert cells[1:8] == ["0", "2", "1", "2", "1", "0.3\u20130.5 s", "30\u201340 s"]
 
 
 def test_each_agent_has_a_chat_link_to_the_developer_pages(operator_client: Client) -> None:
@@ -98,12 +102,60 @@ def test_failing_push_queues_show_the_receiver_host_but_not_the_secret_in_its_ur
     assert "HTTP 503 from the receiver" in text
 
 
-def test_expiring_registrations_have_a_labelled_slot_and_no_numbers(
+def registered(slug: str, expires_in: timedelta) -> Registration:
+    agent = make_agent(slug, executor_kind="a2a-remote")
+    return Registration.objects.create(
+        agent=agent, owner_principal="apikey:1", source="card", protocol_version="1.0",
+        ttl_seconds=3600, expires_at=timezone.now() + expires_in,
+    )  # fmt: skip
+
+
+def test_registrations_about_to_expire_are_listed_from_the_registry(
+    operator_client: Client,
+) -> None:
+    registered("soon", timedelta(minutes=30))
+    registered("later", timedelta(days=3))
+
+    text = section(home(operator_client), "console-registrations")
+
+    assert "live now: 2" in text
+    assert "soon" in text and re.search(r"in (29|30) min", text)
+    assert "later" not in text
+    assert "Not available" not in text and "until the hub has a registry" not in text
+
+
+def test_without_registrations_the_panel_says_the_registry_is_empty(
     operator_client: Client,
 ) -> None:
     text = section(home(operator_client), "console-registrations")
-    assert "Not available yet" in text
-    assert not re.search(r"\d", text)
+    assert "No agent is registered in the registry." in text
+
+
+def rollup_notice(page: str) -> str:
+    match = re.search(r'<span[^>]*id="console-rollup-behind".*?</span>', page, re.S)
+    assert match, "no rollup notice"
+    return re.sub(r"<[^>]+>", "", match.group(0))
+
+
+def test_an_embedded_hub_says_its_own_process_runs_the_rollup_not_celery(
+    operator_client: Client, settings: Any
+) -> None:
+    settings.EMBEDDED = True
+    settings.CONSOLE_ROLLUP_SECONDS = 60.0
+    settings.TASK_HEARTBEAT_SECONDS = 10.0
+
+    notice = rollup_notice(home(operator_client))
+
+    assert "has not run yet" in notice
+    assert "runs it in its own process, every 60 s" in notice
+    assert "Celery" not in notice
+
+
+def test_a_distributed_hub_asks_whether_celery_beat_runs(
+    operator_client: Client, settings: Any
+) -> None:
+    settings.EMBEDDED = False
+    assert "(is Celery beat running?)" in rollup_notice(home(operator_client))
 
 
 def test_live_processes_come_from_their_heartbeats(operator_client: Client, settings: Any) -> None:

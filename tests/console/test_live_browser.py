@@ -127,7 +127,8 @@ def test_the_dashboard_shows_a_task_sent_a_moment_ago_and_the_live_processes(
 def test_a_task_page_shows_each_event_a_worker_writes_within_two_seconds(
     hub: Hub, tmp_path: Path
 ) -> None:
-    task_id = send(hub.web_a, "slow", "8", immediately=True)  # a step a second, on a worker
+    # A step a second, on a worker; long enough to outlast the page's load on a busy machine.
+    task_id = send(hub.web_a, "slow", "20", immediately=True)
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         sign_in(page, hub.web_a)
@@ -151,6 +152,96 @@ def test_a_task_page_shows_each_event_a_worker_writes_within_two_seconds(
         assert "seconds done" in page.locator("#events-group").inner_text()
         assert still_the_same_page(page)
         screenshot(page, "task-timeline", tmp_path)
+
+
+TIME_TO_SECOND = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# The parts of a task's page that must read the same live as after a reload.
+TRUE_PARTS = {
+    "heading": "#content h2", "breadcrumbs": ".breadcrumbs",
+    "state": "fieldset .field-state .readonly",
+    "status message": "fieldset .field-status_text .readonly",
+    "summary": "#console-task-summary",
+}  # fmt: skip
+
+
+def page_parts(page: Page) -> dict[str, str]:
+    parts = {name: " ".join(page.locator(css).first.inner_text().split())
+             for name, css in TRUE_PARTS.items()}  # fmt: skip
+    parts["title"] = page.title()
+    parts["cancel buttons"] = str(page.locator("#cancel-task").count())
+    for group in ("messages", "artifacts"):
+        cells = page.locator(f"#{group}-group tbody td.field-position").all_inner_texts()
+        parts[group] = ",".join(cell.strip() for cell in cells)
+    return parts
+
+
+def test_a_task_page_is_true_in_every_part_when_its_task_ends_without_a_reload(
+    hub: Hub, tmp_path: Path
+) -> None:
+    # Long enough to be still at work once the page is up on a busy test machine.
+    task_id = send(hub.web_a, "slow", "30", immediately=True)
+    with chromium() as browser:
+        operator = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = operator.new_page()
+        sign_in(page, hub.web_a)
+        page.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
+        wait_until_live(page)
+        mark_page(page)
+        screenshot(page, "task-working", tmp_path)
+        expect(page.locator("#cancel-task")).to_have_count(1)
+        # While it works: a progress bar from the numbers the agent reports.
+        expect(page.locator("#console-task-summary progress.hub-progress")).to_have_count(1)
+
+        summary = page.locator("#console-task-summary")
+        expect(summary).to_contain_text("Finished: Completed", timeout=60_000)
+        live = page_parts(page)
+        assert still_the_same_page(page)
+
+        assert "(completed)" in live["heading"] and "(working)" not in live["heading"]
+        assert "(completed)" in live["breadcrumbs"] and "(completed)" in live["title"]
+        assert live["state"] == "Completed"
+        assert "seconds done" not in live["status message"]
+        assert live["cancel buttons"] == "0"
+        assert len(live["messages"].split(",")) == 32  # the question, "working", 30 reports
+        assert "Worked for 30 seconds" in page.locator("#artifacts-group").inner_text()
+        expect(page.locator(".console-live-status")).to_contain_text("task has finished")
+        # The same as a fresh load of the page shows.
+        fresh = operator.new_page()  # signed in as the same operator
+        fresh.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
+        assert page_parts(fresh) == live
+        screenshot(page, "task-finished", tmp_path)
+
+
+def test_a_task_page_shows_times_to_the_second_durations_and_one_row_of_progress(
+    hub: Hub, tmp_path: Path
+) -> None:
+    task_id = send(hub.web_a, "slow", "4", immediately=True)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        sign_in(page, hub.web_a)
+        page.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
+        expect(page.locator("#console-task-summary")).to_contain_text("Finished", timeout=20_000)
+
+        times = page.locator("#events-group td.field-at time").all_inner_texts()
+        assert times and all(TIME_TO_SECOND.match(t) for t in times), times
+        assert page.locator("#events-group .console-gap").count() == len(times) - 1
+        # Four reports of "n of 4 seconds done" read as one row with a bar and a count.
+        run = page.locator("#events-group tr.console-run-end")
+        expect(run).to_have_count(1)
+        expect(run.locator("progress.hub-progress")).to_have_attribute("value", "4")
+        expect(run.locator(".console-unfold")).to_contain_text("4 progress reports over")
+        expect(page.locator("#events-group tr.console-folded")).to_have_count(3)
+        for row in page.locator("#events-group tr.console-folded").all():
+            expect(row).to_be_hidden()
+        run.locator(".console-unfold").click()
+        expect(page.locator("#events-group tr.console-folded").first).to_be_visible()
+        expect(page.locator("#console-task-summary .console-total")).to_have_text(
+            re.compile(r"^\d+(\.\d)? s$")
+        )
+        assert TIME_TO_SECOND.match(
+            page.locator("fieldset .field-created_at .readonly").inner_text().strip()
+        )
+        screenshot(page, "task-timeline-folded", tmp_path)
 
 
 def max_shown(page: Page) -> int:
@@ -192,6 +283,39 @@ def test_the_task_list_takes_a_new_task_without_a_reload(hub: Hub, tmp_path: Pat
         assert link == f"/admin/tasks/task/{task_id}/change/"
         assert still_the_same_page(page)
         screenshot(page, "task-list", tmp_path)
+
+
+def test_the_task_list_counts_and_marks_the_rows_it_takes(hub: Hub, tmp_path: Path) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        sign_in(page, hub.web_a)
+        page.goto(f"{hub.web_a}/admin/tasks/task/")
+        wait_until_live(page)
+        mark_page(page)
+        rows = page.locator("#result_list tbody tr").count()
+        expect(page.locator(".action-counter")).to_have_text(f"0 of {rows} selected")
+
+        first, second = send(hub.web_b, "echo", "one"), send(hub.web_b, "echo", "two")
+
+        for task_id in (first, second):
+            row = page.locator(f"#result_list tbody tr:has(input[value='{task_id}'])")
+            expect(row).to_have_count(1, timeout=5_000)
+            expect(row).to_have_class(re.compile(r"\bconsole-new\b"))
+        expect(page.locator("#result_list tbody tr.console-new")).to_have_count(2)
+        expect(page.locator(".action-counter")).to_have_text(f"0 of {rows + 2} selected")
+        expect(page.locator(".paginator")).to_contain_text(f"{rows + 2} tasks")
+        page.locator(f"#result_list input[value='{first}']").check()
+        expect(page.locator(".action-counter")).to_have_text(f"1 of {rows + 2} selected")
+        page.locator("#action-toggle").check()
+        expect(page.locator(".action-counter")).to_have_text(f"{rows + 2} of {rows + 2} selected")
+        changed = page.locator(
+            f"#result_list tbody tr:has(input[value='{first}']) td.field-status_moved time"
+        )
+        expect(changed).to_have_text(re.compile(r"(ago|just now)$"))
+        assert TIME_TO_SECOND.match(changed.get_attribute("title") or "")
+        assert still_the_same_page(page)
+        page.locator("#action-toggle").uncheck()
+        screenshot(page, "task-list-new-rows", tmp_path)
 
 
 def handshake_status(base: str, path: str, cookie: str = "") -> str:

@@ -105,5 +105,13 @@ def test_old_minutes_are_pruned_and_their_hours_kept(echo: Any) -> None:
 def test_percentiles_read_the_bucket_a_share_of_turns_falls_in() -> None:
     assert dashboard.percentile([0] * 10, 0.5) == "—"
     assert dashboard.percentile([9, 0, 0, 0, 1, 0, 0, 0, 0, 0], 0.5) == "≤ 0.1 s"
-    assert dashboard.percentile([9, 0, 0, 0, 1, 0, 0, 0, 0, 0], 0.95) == "≤ 5 s"
+    assert dashboard.percentile([9, 0, 0, 0, 1, 0, 0, 0, 0, 0], 0.95) == "2\u20135 s"
+
+
+def test_a_twelve_second_turn_reads_as_the_range_it_fell_in_not_at_most_thirty() -> None:
+    # One 12 s turn: it is in the (10 s, 30 s] bucket, and the dashboard says no more.
+    assert dashboard.percentile([0, 0, 0, 0, 0, 0, 1, 0, 0, 0], 0.5) == "10\u201330 s"
+    # With the shortest and longest turns seen, the one 12 s turn reads as what it was.
+    assert dashboard.percentile([0, 0, 0, 0, 0, 0, 1, 0, 0, 0], 0.5, 12.04, 12.04) == "12 s"
+    assert dashboard.percentile([0, 0, 0, 0, 0, 0, 3, 0, 0, 0], 0.5, 10.5, 14) == "10.5\u201314 s"
     assert dashboard.percentile([0, 0, 0, 0, 0, 0, 0, 0, 0, 3], 0.5) == "> 300 s"

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
@@ -133,6 +134,40 @@ async def test_the_timeline_gets_what_the_page_missed_then_each_new_event(
         assert [e["sequence"] for e in new["events"]] == [3]
         assert new["events"][0]["summary"] == "→ completed"
         assert new["events"][0]["kind"] == "status update"
+
+
+async def test_after_new_events_the_task_page_gets_its_other_parts_as_they_now_are(
+    as_operator: Cookie,
+) -> None:
+    agent = await sync_to_async(make_agent)("watched")
+    task = await sync_to_async(open_task)(agent, [StatusChange(TaskState.WORKING)])
+    path = f"/ws/console/tasks/{task.id}/?after=2&messages=0"
+
+    async with socket(path, as_operator) as (ok, _, page):
+        assert ok
+        first = await next_of(page, "task")  # as the page is when the feed starts
+        assert (first["finished"], first["fields"]["state"]) == (False, "Working")
+        assert first["messages"] == []  # the page has the first message (position 0)
+
+        reply = agent_reply("All done.")
+        await sync_to_async(lifecycle.record)(
+            task.id, TaskState.WORKING, [StatusChange(TaskState.COMPLETED, reply)]
+        )
+
+        now = await next_of(page, "task")
+        assert now["finished"] is True
+        assert now["title"].endswith("(completed)")
+        assert now["fields"]["state"] == "Completed"
+        assert "All done." in now["fields"]["status_text"]
+        assert "Finished: Completed" in now["summary"]
+        assert [m["position"] for m in now["messages"]] == [1]
+        assert "All done." in now["messages"][0]["cells"]["content"]
+
+
+def agent_reply(text: str) -> pb.Message:
+    message = pb.Message(message_id="reply-1", role=pb.ROLE_AGENT)
+    message.parts.add(text=text)
+    return message
 
 
 async def test_two_pages_of_one_task_share_its_feed_and_each_gets_every_event(

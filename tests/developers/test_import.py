@@ -162,6 +162,12 @@ def test_the_import_page_is_offered_to_a_signed_in_developer(dev_client: Client)
     assert reverse("developers:agent-import").encode() in dev_client.get("/dev/agents/").content
 
 
+def test_the_slug_hint_shows_the_address_it_makes(dev_client: Client) -> None:
+    page = dev_client.get(reverse("developers:agent-import")).content.decode()
+    assert "<code>/agents/&lt;slug&gt;/</code>" in page
+    assert "/agents//." not in page
+
+
 def test_the_import_page_sends_an_anonymous_visitor_to_sign_in(client: Client) -> None:
     response = client.get("/dev/import/")
     assert response.status_code == 302
