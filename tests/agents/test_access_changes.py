@@ -82,7 +82,7 @@ def test_the_log_shows_names_in_words_not_a_python_list(
 
     page = operator_client.get(reverse("admin:agents_accesschange_changelist")).content.decode()
 
-    assert "<code>allowed_users: dev</code>" in page
+    assert 'title="allowed_users: dev">allowed_users: dev</code>' in page
     assert "[&#x27;" not in page and "[&quot;" not in page
 
 
