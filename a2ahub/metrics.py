@@ -189,6 +189,12 @@ shared_counter(
     "retry horizon).",
     ["outcome"],
 )
+shared_counter(
+    "a2ahub_push_wakeups",
+    "What the delivery engines' wake-ups led to: claimed (a claim found queues), empty (it "
+    "found none), held (the engine already works the task's queue) or full (no room).",
+    ["outcome"],
+)
 
 
 class SharedAndQueued(Collector):
