@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -81,11 +81,10 @@ class InProcessBus:
     """Subscribers in this process only: the embedded hub, and the local half of Redis's."""
 
     distributed = False
-    # One registry for the process, whichever bus a subscriber came through.
-    local: ClassVar[dict[str, set[Listening]]] = defaultdict(set)
-    lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
+        self.local: dict[str, set[Listening]] = defaultdict(set)
+        self.lock = threading.Lock()
         self.background: asyncio.AbstractEventLoop | None = None
 
     def deliver_local(self, channel: str, message: Any) -> int:
