@@ -28,8 +28,6 @@ from typing import Any
 
 import redis
 from django.conf import settings
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from a2ahub import redis_clients
 
@@ -117,7 +115,12 @@ class InProcessBus:
         listening = Listening(channel, handler, asyncio.get_running_loop(), decode, restored)
         with self.lock:
             self.local[channel].add(listening)
+        if remote:
+            await self.listen_elsewhere(listening)
         return listening
+
+    async def listen_elsewhere(self, listening: Listening) -> None:
+        """Hear other processes' messages too (there are none here)."""
 
     def unsubscribe(self, listening: Listening) -> None:
         with self.lock:
@@ -160,11 +163,7 @@ class RedisBus(InProcessBus):
         self.publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
             weakref.WeakKeyDictionary()
         )
-        # Short timeouts: a writer whose commit is done must not hang on a Redis that is
-        # away. One retry on a new connection: after Redis restarts, every pooled one is dead.
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=1, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
-        )
+        self.client = redis_clients.short_client(url)
 
     def publish(self, channel: str, message: Any, encode: Encode = as_bytes) -> None:
         self.deliver_local(channel, message)
@@ -182,21 +181,10 @@ class RedisBus(InProcessBus):
             publisher = self.publishers[loop] = Publisher(self.url)
         publisher.publish(channel, _ORIGIN_BYTES + b" " + encode(message))
 
-    async def subscribe(
-        self,
-        channel: str,
-        handler: Handler,
-        *,
-        decode: Decode = as_bytes,
-        restored: Callable[[], None] | None = None,
-        remote: bool = True,
-    ) -> Listening:
-        listening = await super().subscribe(channel, handler, decode=decode, restored=restored)
-        if remote:
-            listener = self.listener_for(listening.loop)
-            listening.command = listener.add(listening)
-            await listener.sent(listening.command)
-        return listening
+    async def listen_elsewhere(self, listening: Listening) -> None:
+        listener = self.listener_for(listening.loop)
+        listening.command = listener.add(listening)
+        await listener.sent(listening.command)
 
     def unsubscribe(self, listening: Listening) -> None:
         super().unsubscribe(listening)

@@ -123,9 +123,9 @@ class Engine:
 
     def add_counts(self) -> None:
         """Add the wake-ups counted to their metric: one round trip to Redis, off the loop."""
-        counted, self.wakeups = self.wakeups, {}
+        counts, self.wakeups = [({"outcome": k}, n) for k, n in self.wakeups.items()], {}
         assert self.loop is not None
-        self.loop.run_in_executor(None, count_wakeups, counted)
+        self.loop.run_in_executor(None, metrics.shared_counts, "a2ahub_push_wakeups", counts)
 
     def wake_at(self, when: datetime) -> None:
         """Wake when a retry falls due (a little after, so the claim sees it due)."""
@@ -362,10 +362,6 @@ def write_batch(batch: list[Outcome], releases: list[int]) -> None:
         if outcome.kind in COUNTED:
             counted[outcome.kind] = counted.get(outcome.kind, 0) + 1
     metrics.shared_counts("a2ahub_push_attempts", [({"outcome": k}, n) for k, n in counted.items()])
-
-
-def count_wakeups(counted: dict[str, int]) -> None:
-    metrics.shared_counts("a2ahub_push_wakeups", [({"outcome": k}, n) for k, n in counted.items()])
 
 
 # -- where engines run -----------------------------------------------------------------------
