@@ -19,7 +19,6 @@ import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import orjson
@@ -36,10 +35,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from a2ahub import worker
+from a2ahub import redis_clients, worker
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +162,7 @@ def shared_counts(name: str, counts: Iterable[tuple[Mapping[str, str], int]]) ->
             _counted.setdefault(name, Tally()).update(fields)
         return
     try:
-        pipeline = counter_client(settings.REDIS_URL).pipeline(transaction=False)
+        pipeline = redis_clients.short_client(settings.REDIS_URL).pipeline(transaction=False)
         for field, n in fields.items():
             pipeline.hincrby(counter.key, field, n)
         pipeline.execute()
@@ -173,20 +170,17 @@ def shared_counts(name: str, counts: Iterable[tuple[Mapping[str, str], int]]) ->
         logger.warning("%s: %d counted lost, Redis is away: %s", name, fields.total(), exc)
 
 
-@cache
-def counter_client(url: str) -> redis.Redis:
-    """Short timeouts: a scrape or a worker's batch must not hang on a Redis that is away. One
-    retry, on a new connection: after Redis restarts, every pooled connection is dead."""
-    return redis.Redis.from_url(
-        url, socket_timeout=1, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
-    )
-
-
 shared_counter(
     "a2ahub_push_attempts",
     "Webhook delivery attempts, by outcome: delivered, retry (failed, tried again later), "
     "gone (the receiver answered 410: the config is disabled) or abandoned (failed past the "
     "retry horizon).",
+    ["outcome"],
+)
+shared_counter(
+    "a2ahub_push_wakeups",
+    "What the delivery engines' wake-ups led to: claimed (a claim found queues), empty (it "
+    "found none), held (the engine already works the task's queue) or full (no room).",
     ["outcome"],
 )
 
@@ -225,7 +219,7 @@ class SharedAndQueued(Collector):
 
     def from_redis(self, url: str) -> tuple[dict[str, dict[bytes, int]], int | None]:
         counters = list(SHARED.values())
-        pipeline = counter_client(url).pipeline(transaction=False)
+        pipeline = redis_clients.short_client(url).pipeline(transaction=False)
         for counter in counters:
             pipeline.hgetall(counter.key)
         # Every job the hub sends has the default priority, which kombu keeps in this list.

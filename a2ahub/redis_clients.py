@@ -15,8 +15,9 @@ from functools import cache
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
-from redis.asyncio.retry import Retry
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 REDIS_WAIT_SECONDS = 5.0
 
@@ -30,7 +31,17 @@ def subscriber_client(url: str) -> aioredis.Redis:
     otherwise reconnect inside a read and carry on, and the messages published in between
     would be missed without a word. Without retries the error reaches the subscriber."""
     return aioredis.Redis.from_url(
-        url, socket_timeout=None, socket_connect_timeout=5, retry=Retry(NoBackoff(), 0)
+        url, socket_timeout=None, socket_connect_timeout=5, retry=AsyncRetry(NoBackoff(), 0)
+    )
+
+
+@cache
+def short_client(url: str) -> redis.Redis:
+    """Short timeouts, for a caller that must not hang on a Redis that is away (a writer after
+    its commit, a scrape). One retry on a new connection: after Redis restarts, every pooled
+    connection is dead."""
+    return redis.Redis.from_url(
+        url, socket_timeout=1, socket_connect_timeout=1, retry=Retry(NoBackoff(), 1)
     )
 
 

@@ -97,7 +97,7 @@ STEPS: list[tuple[str, str]] = [
     ("runner.claim_and_load: claim UPDATE + reloads", r"^claim_and_load \("),
     ("load_task: re-read Task for the answer", r"^load_task \(tasks"),
     ("events.publish: Redis PUBLISH after commit", r"^publish \(tasks/events"),
-    ("events: subscribe/unsubscribe/listener", r"RedisListener|^(un)?subscribe \(tasks"),
+    ("events: subscribe/unsubscribe/listener", r"Listener|^(un)?subscribe \((tasks|a2ahub/bus)"),
     ("Celery enqueue (run_task.delay)", r"^enqueue_run \("),
     ("authenticate", r"^authenticate \(agents"),
     ("0.3 params -> 1.0 request (pydantic)", r"^send_in \(protocol"),

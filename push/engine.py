@@ -12,6 +12,12 @@ writes, the next batch fills. The database is reached from one thread of the eng
 (a checkout from the pool, with its health check, was a tenth of the time from a state change
 to its webhook), then gives it back.
 
+Wake-ups travel on the bus (`a2ahub.bus`: in this process embedded, over Redis otherwise) and
+name the task whose change made deliveries: an engine that already works that task's queue
+(it sends what was added without a new claim) or has no room for another queue does not claim
+for it. `a2ahub_push_wakeups_total` counts, by outcome, the claims that found work or none and
+the wake-ups that needed no claim.
+
 What can go wrong, and what happens then:
 - the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
   sweep wakes the engines, and whoever claims a lapsed queue records the attempt that was
@@ -35,14 +41,13 @@ from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
-import redis
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 
-from a2ahub import metrics, signing
+from a2ahub import bus, metrics, signing
 from a2ahub.outbound_pool import OutboundPool, describe
-from push import claims, delivery, outcomes, wakeups
+from push import claims, delivery, outcomes
 from push.claims import Claimed, Item, Target
 from push.configs import INBOX_PATH
 from push.delivery import Result
@@ -59,18 +64,25 @@ HOLD_SECONDS = 5.0
 # Attempt outcomes counted in `a2ahub_push_attempts` (LOST is an attempt the engine did not
 # make: it records one a dead process may have made).
 COUNTED = (outcomes.DELIVERED, outcomes.RETRY, outcomes.GONE, outcomes.ABANDONED)
+# Wake-ups: the task whose commit made deliveries ("": whatever is due, the sweep's).
+WAKE_CHANNEL = "a2ahub:push:wake"
+# What a wake-up led to: a claim that found queues, one that found none, none needed (the
+# engine works the task's queue already, or has no room).
+CLAIMED, EMPTY, HELD, FULL = "claimed", "empty", "held", "full"
+COUNT_EVERY_SECONDS = 0.5  # wake-ups are added to their metric this often at most
 
 
 class Engine:
     """The engine's state; every method but `wake_threadsafe` runs on its event loop."""
 
-    def __init__(self, *, listen: bool) -> None:
-        self.listen = listen
+    def __init__(self) -> None:
         self.concurrency = settings.PUSH_CONCURRENCY
         # The hub's own inbox is the one place on the hub a webhook may reach.
         self.pool = OutboundPool(limit=self.concurrency, hub_paths=(INBOX_PATH,))
         self.db = ThreadPoolExecutor(1, thread_name_prefix="a2ahub-push-db")
         self.running: dict[int, asyncio.Task[None]] = {}
+        self.tasks: dict[int, str] = {}  # config -> task, of the queues held (running, unwritten)
+        self.wakeups: dict[str, int] = {}  # outcome -> count, not yet added to the metric
         self.outcomes: list[Outcome] = []
         self.releases: list[int] = []
         self.unwritten: set[int] = set()  # queues done whose release is not committed yet
@@ -97,9 +109,25 @@ class Engine:
         if self.woken is not None:
             self.woken.set()
 
-    def wake_threadsafe(self) -> None:
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self.wake)
+    def hear(self, task_id: str) -> None:
+        """A wake-up from the bus, on the engine's loop: claim only when it may find work."""
+        if task_id and task_id in self.tasks.values():
+            self.count(HELD)  # its queue loop takes what was added (or claims after release)
+        elif len(self.running) >= self.concurrency:
+            self.count(FULL)  # a queue that finishes wakes the engine
+        else:
+            self.wake()
+
+    def count(self, outcome: str) -> None:
+        if not self.wakeups and self.loop is not None:
+            self.loop.call_later(COUNT_EVERY_SECONDS, self.add_counts)
+        self.wakeups[outcome] = self.wakeups.get(outcome, 0) + 1
+
+    def add_counts(self) -> None:
+        """Add the wake-ups counted to their metric: one round trip to Redis, off the loop."""
+        counts, self.wakeups = [({"outcome": k}, n) for k, n in self.wakeups.items()], {}
+        assert self.loop is not None
+        self.loop.run_in_executor(None, metrics.shared_counts, "a2ahub_push_wakeups", counts)
 
     def wake_at(self, when: datetime) -> None:
         """Wake when a retry falls due (a little after, so the claim sees it due)."""
@@ -157,11 +185,11 @@ class Engine:
         self.loop = asyncio.get_running_loop()
         self.woken, self.to_write = asyncio.Event(), asyncio.Event()
         self.woken.set()  # whatever is due already
-        parts = [self.claimer(), self.writer(), self.renewer(), self.holder()]
-        if self.listen:
-            parts.append(wakeups.listen(self.wake))
+        # Subscribed before the first claim: a wake-up lost meanwhile (Redis away) is made up
+        # for by a claim once the subscription is back.
+        await bus.get().subscribe(WAKE_CHANNEL, self.hear, decode=bytes.decode, restored=self.wake)
         try:
-            await asyncio.gather(*parts)
+            await asyncio.gather(self.claimer(), self.writer(), self.renewer(), self.holder())
         finally:
             await self.pool.close()
 
@@ -180,7 +208,9 @@ class Engine:
                 await asyncio.sleep(RETRY_DB_SECONDS)
                 self.wake()
                 continue
+            self.count(CLAIMED if claimed else EMPTY)
             for queue in claimed:
+                self.tasks[queue.target.id] = queue.target.task_id
                 self.running[queue.target.id] = asyncio.create_task(self.work(queue))
 
     async def work(self, queue: Claimed) -> None:
@@ -198,6 +228,7 @@ class Engine:
         except Exception:  # a bug, not a receiver's failure: the lease will run out
             logger.exception("push: working the queue of config %s failed", target.id)
             self.running.pop(target.id, None)
+            self.tasks.pop(target.id, None)
             return
         self.running.pop(target.id, None)
         self.unwritten.add(target.id)
@@ -296,6 +327,9 @@ class Engine:
                 self.written_soon()
                 continue
             self.unwritten.difference_update(releases)
+            for config_id in releases:
+                if config_id not in self.running:
+                    self.tasks.pop(config_id, None)
             if releases:
                 self.wake()  # a released queue may have more due (a full window, new events)
 
@@ -338,12 +372,12 @@ _engine: Engine | None = None
 _started = threading.Lock()
 
 
-def start(*, listen: bool) -> Engine:
+def start() -> Engine:
     """Start this process's engine on a thread of its own (once); the engine."""
     global _engine
     with _started:
         if _engine is None:
-            engine = Engine(listen=listen)
+            engine = Engine()
             ready = threading.Event()
 
             def serve() -> None:
@@ -359,11 +393,6 @@ def start(*, listen: bool) -> Engine:
             ready.wait(10)
             _engine = engine
         return _engine
-
-
-def wake_in_process() -> None:
-    """The embedded hub's wake-up: its own engine, started at the first one."""
-    start(listen=False).wake_threadsafe()
 
 
 def running() -> Engine | None:
@@ -393,21 +422,17 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return True
 
 
-def wake_soon() -> None:
+def wake_soon(task_id: str = "") -> None:
     """`wake` from an event loop, which must not wait on Redis."""
-    if settings.REDIS_URL:
-        wakeups.publish_soon()
-    else:
-        wake_in_process()
+    if not bus.get().distributed:
+        start()  # the embedded hub's own engine, started at the first wake-up
+    bus.get().publish_soon(WAKE_CHANNEL, task_id)
 
 
-def wake() -> None:
-    """After a commit that made deliveries: the engines that could send them claim them. A
-    Redis that is away loses the wake-up, not the deliveries (the sweep finds them)."""
-    if not settings.REDIS_URL:
-        wake_in_process()
-        return
-    try:
-        wakeups.publish()
-    except redis.RedisError as exc:
-        logger.warning("push: could not wake the delivery engines (%s); the sweep will", exc)
+def wake(task_id: str = "") -> None:
+    """After a commit that made deliveries for the task ("": whatever is due): the engines
+    that could send them claim them. A Redis that is away loses the wake-up, not the
+    deliveries (the sweep finds them)."""
+    if not bus.get().distributed:
+        start()
+    bus.get().publish(WAKE_CHANNEL, task_id)

@@ -21,12 +21,12 @@ SWEEP_LIMIT = 500
 
 def kick_task(task_id: str) -> None:
     """After the commit of a followed task's change: wake the engines for its deliveries."""
-    engine.wake()
+    engine.wake(task_id)
 
 
 def kick_task_soon(task_id: str) -> None:
     """`kick_task` on the event loop that wrote the task in one statement."""
-    engine.wake_soon()
+    engine.wake_soon(task_id)
 
 
 def sweep_due() -> int:
@@ -60,7 +60,7 @@ def prune_finished_deliveries() -> int:
 @worker_ready.connect
 def start_delivery_engine(**_: object) -> None:
     # Every worker process sends deliveries, woken over Redis.
-    engine.start(listen=True)
+    engine.start()
 
 
 @worker_shutdown.connect

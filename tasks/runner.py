@@ -14,17 +14,15 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 
-import redis
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.utils import timezone
 
-from a2ahub import redis_clients, schedule, worker
+from a2ahub import bus, schedule, worker
 from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
@@ -187,14 +185,11 @@ def request_stop(task_id: str) -> bool:
 
 
 def stop_everywhere(task_id: str) -> None:
-    if request_stop(task_id) or not settings.REDIS_URL:
-        return
-    try:
-        redis_clients.shared_client().publish(CONTROL_CHANNEL, task_id)
-    except redis.RedisError as exc:
-        # The cancel is stored already, and is the answer: a turn running elsewhere meets
-        # it at its next write, which the terminal state refuses, and ends there.
-        logger.warning("task %s canceled, but its runner could not be told: %s", task_id, exc)
+    """Stop the task's turn wherever it runs. A stop request lost to a Redis that is away
+    does no harm: the cancel is stored already, and a turn running elsewhere meets it at its
+    next write, which the terminal state refuses, and ends there."""
+    if not request_stop(task_id):
+        bus.get().publish(CONTROL_CHANNEL, task_id)
 
 
 @dataclass
@@ -335,8 +330,7 @@ def ensure_maintenance() -> None:
         target=maintenance_loop, name="a2ahub-maintenance", daemon=True
     )
     _maintenance_thread.start()
-    if settings.REDIS_URL:
-        threading.Thread(target=control_loop, name="a2ahub-control", daemon=True).start()
+    bus.get().subscribe_in_background(CONTROL_CHANNEL, lambda body: request_stop(body.decode()))
 
 
 _maintenance_stopping = threading.Event()
@@ -387,17 +381,3 @@ def running_here() -> list[str]:
     """The ids of the tasks whose turns this process runs now."""
     with _running_lock:
         return list(RUNNING)
-
-
-def control_loop() -> None:
-
-    while True:
-        try:
-            pubsub = redis_clients.shared_client().pubsub(ignore_subscribe_messages=True)
-            pubsub.subscribe(CONTROL_CHANNEL)
-            for message in pubsub.listen():
-                if message.get("type") == "message":
-                    request_stop(message["data"].decode())
-        except Exception:
-            logger.exception("control subscription failed; retrying")
-            time.sleep(1)

@@ -179,16 +179,16 @@ async def test_a_client_that_leaves_a_stream_frees_its_subscription(app: None) -
     first = await communicator.receive_output(10)
     # (A chunk holds the frames that were ready together: the task, perhaps its first status.)
     task_id = frames_of(first["body"])[0][1]["task"]["id"]
-    assert task_id in events._subscribers
+    assert events.listened(task_id)
 
     await communicator.send_input({"type": "http.disconnect"})
     await communicator.wait(5)
 
     for _ in range(50):
-        if task_id not in events._subscribers:
+        if not events.listened(task_id):
             break
         await asyncio.sleep(0.05)
-    assert task_id not in events._subscribers
+    assert not events.listened(task_id)
     # Leaving a stream does not stop the work; the task is still there to cancel.
     cancel = json.dumps(envelope(V1, "cancel", {"id": task_id})).encode()
     canceled = (await call(scope("essay", V1), [cancel])).json()["result"]

@@ -10,7 +10,7 @@ from pytest_django.fixtures import Settings
 
 from a2ahub import worker
 from agents.models import Agent
-from push import wakeups
+from push.engine import WAKE_CHANNEL
 from push.jobs import sweep_due_deliveries
 from push.models import Delivery
 from tasks.models import Task
@@ -80,8 +80,8 @@ def test_a_send_with_a_webhook_while_the_broker_is_away_answers_and_delivers_lat
         # The wake-up of the send's commit was lost with Redis; the periodic sweep (beat sends
         # it every TASK_HEARTBEAT_SECONDS) wakes the delivery engines listening now.
         engines = broker.pubsub(ignore_subscribe_messages=True)
-        engines.subscribe(wakeups.CHANNEL)
-        assert eventually(lambda: broker.pubsub_numsub(wakeups.CHANNEL)[0][1] == 1)
+        engines.subscribe(WAKE_CHANNEL)
+        assert eventually(lambda: broker.pubsub_numsub(WAKE_CHANNEL)[0][1] == 1)
 
         assert sweep_due_deliveries() == 1  # the task's one config
 

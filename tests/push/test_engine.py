@@ -1,12 +1,14 @@
 """The delivery engine as receivers and operators see it: a receiver that takes its time holds
 its own queue and no other, a queue whose holder died is taken over with the lost attempt on
 record, each batch of outcomes leaves every kind of delivery as it should, and the attempts
-counter moves by exactly the attempts made. (Embedded: the engine runs in this process.)"""
+counter moves by exactly the attempts made, and a wake-up for a task makes no claim in an engine
+that already works the task's queue. (Embedded: the engine runs in this process.)"""
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -234,3 +236,54 @@ def test_a_held_connection_that_died_is_replaced_without_an_error(
         r for r in caplog.records if r.name.startswith("push") and r.levelno >= logging.WARNING
     ]
     assert not [r.getMessage() for r in complaints]
+
+
+def wakeups_counted(client: Client) -> dict[str, int]:
+    response = client.get("/metrics")
+    found = re.findall(
+        r'^a2ahub_push_wakeups_total\{outcome="(\w+)"\} ([0-9.e+]+)$',
+        response.content.decode(),
+        re.M,
+    )
+    return {outcome: int(float(value)) for outcome, value in found}
+
+
+def moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
+def test_a_wake_up_for_a_task_whose_queue_the_engine_works_makes_no_claim(
+    caller: Caller, pusher: Agent, client: Client
+) -> None:
+    slow = HeldReceiver()
+    try:
+        task = caller.send("pusher", V1, push=webhook(V1, slow.url))
+        slow.wait_for(1, accepted=False)  # the engine works the task's queue: one in flight
+        time.sleep(3 * engine.COUNT_EVERY_SECONDS)  # the send's own wake-ups are counted
+        before = wakeups_counted(client)
+
+        for _ in range(3):
+            jobs.kick_task(task["id"])
+
+        assert eventually(lambda: moved(before, wakeups_counted(client)).get("held") == 3)
+        time.sleep(3 * engine.COUNT_EVERY_SECONDS)
+        assert moved(before, wakeups_counted(client)) == {"held": 3}  # no claim, found or not
+        slow.answer_all.set()
+        assert sequences_of(slow.wait_for(EVENTS)) == [1, 2, 3, 4]  # and nothing was missed
+    finally:
+        slow.answer_all.set()
+        slow.down()
+
+
+def test_a_wake_up_that_found_nothing_to_send_shows_in_the_metrics(
+    pusher: Agent, client: Client
+) -> None:
+    task = open_task(pusher)  # no webhook: nothing to deliver
+    jobs.kick_task(str(task.id))  # the engine starts, and claims whatever is due
+    assert eventually(lambda: wakeups_counted(client).get("empty", 0) > 0)
+    time.sleep(3 * engine.COUNT_EVERY_SECONDS)
+    before = wakeups_counted(client)
+
+    jobs.kick_task(str(task.id))
+
+    assert eventually(lambda: moved(before, wakeups_counted(client)) == {"empty": 1})

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from a2ahub import asyncdb, redis_clients
 from agents.models import Agent
-from push import wakeups
+from push.engine import WAKE_CHANNEL
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks import lifecycle
 from tasks.changes import NewTask
@@ -55,7 +55,7 @@ def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[st
     async def run() -> int:
         client = redis_clients.subscriber_client(settings.REDIS_URL)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
-        await pubsub.subscribe(wakeups.CHANNEL)
+        await pubsub.subscribe(WAKE_CHANNEL)
         try:
             await asyncdb.pool()
             seen.clear()

@@ -1,0 +1,186 @@
+"""The bus seam, in this process and over a real Redis: subscribers hear what is published,
+as it was published here and decoded from elsewhere, once each; a publish never fails its
+caller while Redis is away; a subscription comes back after Redis restarts, and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+import redis
+
+from a2ahub import bus
+from tests.helpers import eventually
+from tests.integration.servers import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+ELSEWHERE = b"0f" * 16  # another process's origin
+WITHIN = 5.0
+
+
+@pytest.fixture(params=["in-process", "redis"])
+def each_bus(request: pytest.FixtureRequest) -> bus.InProcessBus:
+    if request.param == "in-process":
+        return bus.for_url("")
+    if not REDIS_URL:
+        pytest.skip("needs REDIS_URL (the real stack)")
+    return bus.for_url(REDIS_URL)
+
+
+@pytest.fixture
+def channel() -> str:
+    return f"test:bus:{uuid.uuid4().hex}"
+
+
+def dumps(message: Any) -> bytes:
+    return orjson.dumps(message)
+
+
+class Heard:
+    """What a subscriber heard, and a way to wait for it."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.threads: set[str] = set()
+
+    def __call__(self, message: Any) -> None:
+        self.messages.append(message)
+        self.threads.add(threading.current_thread().name)
+
+    async def wait_for(self, count: int, timeout: float = WITHIN) -> list[Any]:
+        async with asyncio.timeout(timeout):
+            while len(self.messages) < count:
+                await asyncio.sleep(0.01)
+        return self.messages
+
+
+async def test_a_subscriber_hears_what_another_thread_published_as_it_was_published(
+    each_bus: bus.InProcessBus, channel: str
+) -> None:
+    heard = Heard()
+    listening = await each_bus.subscribe(channel, heard, decode=orjson.loads)
+    message = {"task": "t-1", "n": 1}
+    try:
+        await asyncio.to_thread(each_bus.publish, channel, message, dumps)
+        assert await heard.wait_for(1) == [message]
+        assert heard.messages[0] is message  # here, nothing was encoded
+        assert heard.threads == {threading.current_thread().name}  # on the subscriber's loop
+        await asyncio.sleep(0.2)
+        assert len(heard.messages) == 1  # Redis sent it back: skipped, not heard twice
+    finally:
+        each_bus.unsubscribe(listening)
+
+
+async def test_messages_published_soon_from_a_loop_arrive_in_order(
+    each_bus: bus.InProcessBus, channel: str
+) -> None:
+    heard = Heard()
+    listening = await each_bus.subscribe(channel, heard)
+    try:
+        for n in range(20):
+            each_bus.publish_soon(channel, str(n).encode())
+        assert await heard.wait_for(20) == [str(n).encode() for n in range(20)]
+    finally:
+        each_bus.unsubscribe(listening)
+
+
+async def test_a_subscriber_that_left_hears_nothing_more(
+    each_bus: bus.InProcessBus, channel: str
+) -> None:
+    heard = Heard()
+    listening = await each_bus.subscribe(channel, heard)
+    each_bus.publish(channel, b"before")
+    await heard.wait_for(1)
+    each_bus.unsubscribe(listening)
+
+    each_bus.publish(channel, b"after")
+    await asyncio.sleep(0.2)
+
+    assert heard.messages == [b"before"]
+    assert not each_bus.subscribed(channel)
+
+
+def test_code_without_a_loop_hears_messages_on_the_bus_s_own_thread(
+    each_bus: bus.InProcessBus, channel: str
+) -> None:
+    heard = Heard()
+    each_bus.subscribe_in_background(channel, heard)
+    assert eventually(lambda: each_bus.subscribed(channel), timeout=WITHIN)
+    if each_bus.distributed:  # the SUBSCRIBE goes out a moment after the registration
+        client = redis.Redis.from_url(REDIS_URL)
+        assert eventually(lambda: client.pubsub_numsub(channel)[0][1] == 1, timeout=WITHIN)
+
+    each_bus.publish(channel, b"stop t-1")
+
+    assert eventually(lambda: heard.messages == [b"stop t-1"], timeout=WITHIN)
+    assert heard.threads == {"a2ahub-bus"}
+
+
+@pytest.mark.integration
+async def test_another_process_s_message_arrives_decoded(channel: str) -> None:
+    over_redis = bus.for_url(REDIS_URL)
+    heard = Heard()
+    listening = await over_redis.subscribe(channel, heard, decode=orjson.loads)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.publish(channel, ELSEWHERE + b" " + dumps({"from": "elsewhere"}))
+        assert await heard.wait_for(1) == [{"from": "elsewhere"}]
+    finally:
+        over_redis.unsubscribe(listening)
+        client.close()
+
+
+async def test_a_publish_while_redis_is_away_is_logged_and_does_not_fail_the_caller(
+    channel: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    away = bus.RedisBus(f"redis://127.0.0.1:{RedisServer().port}/0")  # nothing listens there
+    heard = Heard()
+    listening = await away.subscribe(channel, heard)
+    caplog.set_level(logging.WARNING, logger="a2ahub.bus")
+
+    await asyncio.to_thread(away.publish, channel, b"one")
+    away.publish_soon(channel, b"two")
+    await asyncio.sleep(0.5)
+
+    assert heard.messages == [b"one", b"two"]  # this process's subscribers still hear them
+    assert not away.heard()
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "could not publish on" in logged and "subscription lost" in logged
+    away.unsubscribe(listening)
+
+
+@pytest.fixture
+def restarting_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_a_subscription_comes_back_after_redis_restarts_and_says_so(
+    restarting_redis: RedisServer, channel: str
+) -> None:
+    over_redis = bus.RedisBus(restarting_redis.url)
+    heard, restored = Heard(), threading.Event()
+    listening = await over_redis.subscribe(channel, heard, restored=restored.set)
+    try:
+        restarting_redis.restart()
+        async with asyncio.timeout(WITHIN):
+            while not restored.is_set():
+                await asyncio.sleep(0.05)
+        client = restarting_redis.client()
+        client.publish(channel, ELSEWHERE + b" back")
+        client.close()
+        assert await heard.wait_for(1) == [b"back"]
+        assert over_redis.heard()
+    finally:
+        over_redis.unsubscribe(listening)
