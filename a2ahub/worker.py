@@ -2,9 +2,9 @@
 
 Either way a job is called with the same arguments; in-process jobs with a countdown wait on
 a timer, as a Celery ETA would. A job to run now goes to the Redis broker as one LPUSH of the
-message Celery would write (`job_message`): `apply_async` spends about 1 ms of CPU around that
-one command (a result object, a producer from the pool, routing), more than a fast agent's
-whole turn.
+message Celery would write (`job_message`): `apply_async` spends 0.6 ms more CPU around that
+one command (a result object, a producer from the pool, routing), and the worker send rate
+drops by a quarter with it (bench/results-2026-11-27-enqueue.md).
 """
 
 from __future__ import annotations
