@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, task_postrun, task_prerun, worker_init, worker_ready
+from celery.signals import beat_init, task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
 
@@ -40,13 +40,6 @@ def beat_as_beat(**_: object) -> None:
     from a2ahub import processes
 
     processes.start("beat")
-
-
-@worker_init.connect
-def let_jobs_block_their_loops(**_: object) -> None:
-    from a2ahub.worker import allow_blocking_jobs
-
-    allow_blocking_jobs()
 
 
 @task_prerun.connect

@@ -2,10 +2,9 @@
 
 Either way a job is called with the same arguments; in-process jobs with a countdown wait on
 a timer, as a Celery ETA would. A job to run now goes to the Redis broker as one LPUSH of the
-message Celery would write (`job_message`): `apply_async` spends about 1 ms of CPU around that
-one command (a result object, a producer from the pool, routing), more than a fast agent's
-whole turn. In a Celery worker process a job owns its thread, and a turn it runs may block the
-event loop it makes there (`blocking_jobs`).
+message Celery would write (`job_message`): `apply_async` spends 0.6 ms more CPU around that
+one command (a result object, a producer from the pool, routing), and the worker send rate
+drops by a quarter with it (bench/results-2026-11-27-enqueue.md).
 """
 
 from __future__ import annotations
@@ -184,18 +183,3 @@ def job_message(job: Any, args: Sequence[Any]) -> str:
         "body": base64.b64encode(body).decode(), "content-encoding": "utf-8",
         "content-type": "application/json", "headers": headers, "properties": properties,
     })  # fmt: skip
-
-
-_blocking_jobs = False
-
-
-def allow_blocking_jobs() -> None:
-    """Let jobs call the ORM from their own event loops: only for Celery worker processes,
-    where nothing else runs on a job's thread (a web process must keep Django's check)."""
-    global _blocking_jobs
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    _blocking_jobs = True
-
-
-def blocking_jobs() -> bool:
-    return _blocking_jobs

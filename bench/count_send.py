@@ -202,11 +202,9 @@ def instrument_steps() -> None:
         jobs.run_task.run(*args)
 
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bench-worker")
-    # Jobs run as in a Celery worker process: each on its thread's own loop, writes blocking it.
-    from a2ahub.worker import allow_blocking_jobs
 
-    allow_blocking_jobs()
-
+    # Jobs run as in a Celery worker process: each on its thread's own loop, the ORM on the
+    # thread's database thread.
     def enqueue_here(*args: str) -> None:
         pool.submit(contextvars.copy_context().run, in_worker, *args)
 

@@ -15,14 +15,21 @@ import os
 import socket
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+)
 from django.utils import timezone
 
-from a2ahub import bus, schedule, worker
+from a2ahub import bus, schedule
 from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
@@ -203,41 +210,52 @@ class Claim:
     known: changes.Known
 
 
-_job_loops = threading.local()
+_job_threads = threading.local()
 
 
 def job_loop() -> asyncio.AbstractEventLoop:
     """This thread's event loop for its jobs, kept from one job to the next (a loop made per
-    job costs a loop and a thread each time)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_job_loops, "loop", None)
+    job costs a loop and a thread each time, and the clients made for the loop with it)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_job_threads, "loop", None)
     if loop is None or loop.is_closed():
-        loop = _job_loops.loop = asyncio.new_event_loop()
+        loop = _job_threads.loop = asyncio.new_event_loop()
     return loop
 
 
+def job_database_thread() -> ThreadPoolExecutor:
+    """The one thread this thread's jobs call the ORM on, kept with its connection from one
+    job to the next: the ORM must not run on the loop, and Django's shared thread for
+    thread-sensitive calls would queue every job thread's writes behind each other."""
+    executor: ThreadPoolExecutor | None = getattr(_job_threads, "database", None)
+    if executor is None:
+        executor = _job_threads.database = ThreadPoolExecutor(1, "a2ahub-job-db")
+    return executor
+
+
+def end_job_thread() -> None:
+    """Close this thread's loop and database thread (a thread that runs no more jobs)."""
+    job_loop().close()
+    if (executor := getattr(_job_threads, "database", None)) is not None:
+        executor.submit(connections.close_all).result()
+        executor.shutdown()
+        _job_threads.database = None
+
+
 def run_job(task_id: str, token: str, reply_to: str = "") -> None:
-    """A worker job's turn. In a Celery worker it runs on this thread's own loop, which
-    nothing else uses, so its database calls are plain calls that block it. Elsewhere (a web
-    process's in-process pool) the ORM must not run on a loop: there the turn runs under
-    async_to_sync, its writes hopping back to this thread."""
-    if worker.blocking_jobs():
-        job_loop().run_until_complete(run_blocking(task_id, token, reply_to))
-    else:
-        async_to_sync(run_stored)(task_id, token, reply_to)
+    """A worker job's turn, on this thread's own loop (a Celery worker's thread, or one of a
+    web process's in-process pool). Its database calls go through sync_to_async to this
+    thread's database thread, as a request's go to the request's own."""
+    job_loop().run_until_complete(run_on_job_threads(task_id, token, reply_to))
 
 
-async def run_blocking(task_id: str, token: str, reply_to: str) -> None:
-    # On a loop Django keeps a connection per asyncio task (context); the turn's tasks are
-    # all made from this one, so made here first, the connection is theirs too, and given
-    # back to the pool at the end.
-    try:
-        claim = claim_or_give_way(task_id, token)
-        if claim is None:
-            events.send_reply(reply_to, task_id, b"")
-            return
-        await run_claimed(claim, reply_to, blocking_writes=True)
-    finally:
-        connections.close_all()
+async def run_on_job_threads(task_id: str, token: str, reply_to: str) -> None:
+    async with ThreadSensitiveContext(executor=job_database_thread()):
+        try:
+            await run_stored(task_id, token, reply_to)
+        finally:
+            # As at the end of a request: a connection the database dropped (a restart)
+            # would fail every later job here. (The pool keeps a good one.)
+            await sync_to_async(close_old_connections)()
 
 
 async def run_stored(task_id: str, token: str, reply_to: str = "") -> None:
@@ -246,16 +264,15 @@ async def run_stored(task_id: str, token: str, reply_to: str = "") -> None:
     if claim is None:
         events.send_reply(reply_to, task_id, b"")
         return
-    await run_claimed(claim, reply_to, blocking_writes=False)
+    await run_claimed(claim, reply_to)
 
 
-async def run_claimed(claim: Claim, reply_to: str, blocking_writes: bool) -> None:
+async def run_claimed(claim: Claim, reply_to: str) -> None:
     """Execute the claimed turn; when it ends, tell the waiting web process (`reply_to`),
     with the task as it ended so it need not read it again."""
     updater = await start(claim.agent, claim.spec, claim.context, claim.state, stored=True)
     # The turn has not run yet (start only schedules it): these hold from its first write.
     updater.known = claim.known
-    updater.blocking_writes = blocking_writes
     snapshot = b""
     try:
         settled = await asyncio.shield(updater.settled)

@@ -76,9 +76,6 @@ class TaskUpdater:
         # What this updater knows of the stored task (None: read it on the first write).
         self.known: Known | None = None
         self.runner = runner
-        # A worker job owns its event loop and thread: its writes may block that loop, and
-        # going through sync_to_async would queue them behind other threads' writes.
-        self.blocking_writes = False
         # A streamed turn not stored yet stores its task at the agent's first change, before
         # the agent goes on: the stream shows the task then, not when a fast agent's whole
         # turn is written. (Stopped by someone else, it hands the stream what they wrote.)
@@ -216,8 +213,6 @@ class TaskUpdater:
         return True
 
     async def _store(self, changes: list[Change]) -> Outcome:
-        if self.blocking_writes:
-            return self._write(changes)
         if asyncdb.available():
             if not self.stored and (
                 self.spec.push_config is None or lifecycle.opens_followed_in_one_statement()

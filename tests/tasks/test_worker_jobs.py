@@ -1,15 +1,17 @@
 """Worker jobs: claiming a stored task, running turns on a worker thread's own event loop, and
 the job message put on the broker.
 
-In a Celery worker process each job thread keeps one event loop for all its jobs and the
-turn's writes block it (`a2ahub.worker.blocking_jobs`); these tests run jobs that way on a
-thread of their own, as a Celery worker thread would.
+Each job thread keeps one event loop for all its jobs, and one database thread its turns call
+the ORM on (`tasks.runner.run_job`); these tests run jobs on a thread of their own, as a
+Celery worker thread would, with Django's check against the ORM on a loop left on.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -45,11 +47,10 @@ def queued_task(agent: Agent, text: str = "hello") -> tuple[str, str]:
     return str(spec.id), token
 
 
-@pytest.fixture
-def blocking_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process as a Celery worker process is (`allow_blocking_jobs`), for one test."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    monkeypatch.setattr(worker, "_blocking_jobs", True)
+@pytest.fixture(autouse=True)
+def async_safety_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django refuses the ORM on a running loop, as in a worker process (no unsafe flag)."""
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def worker_thread() -> Iterator[Callable[[Callable[[], Any]], threading.Thread]]
             try:
                 work()
             finally:
-                runner.job_loop().close()
+                runner.end_job_thread()
                 connections.close_all()
 
         thread = threading.Thread(target=run)
@@ -109,7 +110,6 @@ def test_a_claim_reads_the_tasks_messages_in_order(db: None) -> None:
     assert claimed.task["agent_id"] == agent.pk
 
 
-@pytest.mark.usefixtures("blocking_jobs")
 def test_a_worker_thread_runs_one_job_after_another_on_its_own_loop(
     worker_thread: Callable[[Callable[[], Any]], threading.Thread],
 ) -> None:
@@ -130,7 +130,6 @@ def test_a_worker_thread_runs_one_job_after_another_on_its_own_loop(
         assert Artifact.objects.get(task_id=task_id).parts == [{"text": text}]
 
 
-@pytest.mark.usefixtures("blocking_jobs")
 def test_a_cancel_stops_a_turn_running_on_a_worker_thread(
     worker_thread: Callable[[Callable[[], Any]], threading.Thread],
 ) -> None:
@@ -168,3 +167,23 @@ def test_a_queued_job_is_the_message_celery_itself_would_queue(db: None) -> None
     same = {"lang", "task", "retries", "timelimit", "argsrepr", "ignore_result"}
     assert {k: ours["headers"][k] for k in same} == {k: celery_made["headers"][k] for k in same}
     assert ours["properties"]["delivery_info"] == celery_made["properties"]["delivery_info"]
+
+
+def test_a_worker_process_starts_without_letting_the_orm_run_on_its_loops() -> None:
+    # A process of its own: what a Celery worker process runs as it starts (its app's
+    # worker_init receivers, Celery's Django fixup's among them), then its environment.
+    started = subprocess.run(
+        [sys.executable, "-c", WORKER_START], capture_output=True, text=True, timeout=60
+    )
+
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.split() == ["flag:", "False"]
+
+
+WORKER_START = """
+import os
+from celery import signals
+from a2ahub.celery import app
+signals.worker_init.send(sender=app)
+print("flag:", "DJANGO_ALLOW_ASYNC_UNSAFE" in os.environ)
+"""
