@@ -21,6 +21,8 @@ NOT_SETTINGS = {
     "TCK_MIRROR": "the external conformance kit's variable (../shared/tck/README.md)",
     "TASK_NOT_FOUND": "an ErrorInfo reason of the HTTP+JSON binding, a wire value",
     "INVALID_ARGUMENT": "an ErrorInfo reason of the HTTP+JSON binding, a wire value",
+    "A2A_API_KEY": "read by the copy-paste snippets a caller runs (developers/snippets.py)",
+    "A2A_TOKEN": "read by the copy-paste snippets a caller runs (developers/snippets.py)",
 }
 # The test and bench tooling's own variables (PYTEST_ARGS, A2AHUB_REQUIRE_STACK, ...) are no
 # settings of the hub, but they must exist where the docs say: read by the Makefile, CI's
