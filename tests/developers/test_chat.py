@@ -247,12 +247,15 @@ def test_another_users_file_cannot_be_read(
 # -- the file view --------------------------------------------------------------------------
 
 
-def test_an_image_is_served_as_an_image_to_download(dev_client: Client, developer: User) -> None:
+def test_an_image_is_served_inline_as_the_image_its_bytes_are(
+    dev_client: Client, developer: User
+) -> None:
     task = with_picture(owned("mine", developer), principal(developer))
     response = dev_client.get(file_url("mine", task, "picture-1"))
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
-    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''tiles.png"
+    assert response["Content-Disposition"] == "inline; filename*=UTF-8''tiles.png"
+    assert response["X-Content-Type-Options"] == "nosniff"
     assert response.content == draw_png()
 
 
