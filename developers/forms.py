@@ -16,7 +16,7 @@ from django.forms.models import inlineformset_factory
 from django.utils.html import escape
 from oauth2_provider.models import Application
 
-from agents.forms import AgentForm, SkillFormSet
+from agents.forms import AgentForm, SkillFormSet, limited_formfield
 from agents.models import Agent, Skill, slug_validator
 from executors.settings_forms import SETTINGS_FORMS, ExecutorSettingsForm
 
@@ -100,6 +100,7 @@ class DeveloperAgentForm(AgentForm):
 class DeveloperSkillForm(forms.ModelForm):
     class Meta:
         model = Skill
+        formfield_callback = limited_formfield
         fields = [
             "skill_id", "name", "description", "tags", "examples",
             "input_modes", "output_modes", "extended_only",
