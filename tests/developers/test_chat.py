@@ -128,6 +128,29 @@ def test_an_oauth2_only_agent_refuses_the_chat_as_its_doors_refuse_the_users_key
     assert not Task.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [{}, SECURED, {"public": False}, {"access": Access.SIGNED_IN}, {"access": Access.LISTED},
+     {"oauth2": True}, {"oauth2": True, "access": Access.LISTED}],
+    ids=["open", "secured", "unlisted", "signed-in", "listed-for-others", "oauth2", "both"],
+)  # fmt: skip
+def test_the_chat_and_the_doors_give_a_session_the_same_answer(
+    dev_client: Client, rival: User, fields: dict[str, Any]
+) -> None:
+    owned("theirs", rival, **fields)
+    door = dev_client.post(
+        url("theirs"),
+        envelope(V1, "send", text="by session"),
+        content_type="application/json",
+        headers=request_headers(V1, None),
+    )
+
+    chat = dev_client.post(chat_url("theirs", "send"), {"text": "by chat"})
+
+    assert (door.status_code == 200) == (chat.status_code == 200), (door.status_code, chat)
+    assert door.status_code in (200, 401, 403) and chat.status_code in (200, 404)
+
+
 def test_staff_chat_with_every_agent_and_get_the_admins_link(
     operator_client: Client, rival: User
 ) -> None:
