@@ -5,7 +5,8 @@ endpoints (JSON-RPC and HTTP+JSON, per agent and shared), which skip Django's ha
 the site's middleware (see `protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or
 messages, and under ASGI each of those costs thread hops on the hottest path. WebSocket
 routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the session's
-user and the allowed hosts. A process serving this application says it is
+user, the allowed hosts and the hub's own origin (scheme, host and port:
+`a2ahub.socket_origin`). A process serving this application says it is
 alive (`a2ahub.processes`), as a web process.
 """
 
@@ -29,6 +30,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from a2ahub import body_limit, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
+from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import rpc_asgi  # noqa: E402
 from registry import body_limit as registry_body_limit  # noqa: E402
@@ -55,7 +57,9 @@ application = ProtocolTypeRouter(
     {
         "http": http_application,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(routes(console_routing.websocket_urlpatterns)))
+            SameOriginValidator(
+                AuthMiddlewareStack(URLRouter(routes(console_routing.websocket_urlpatterns)))
+            )
         ),
     }
 )

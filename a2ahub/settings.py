@@ -393,6 +393,9 @@ AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 90, 0, 36500)
 # code with PKCE for people, refresh tokens. Scopes come from the agents (agents/scopes.py):
 # `a2a:invoke` (any agent the principal may call), `agent:<slug>`, `skill:<slug>:<skill id>`;
 # a token asked for without scopes gets `a2a:invoke`. Secrets are stored hashed.
+# Token introspection (/o/introspect/) tells a client about its own tokens only; the client
+# ids named here (the resource servers the operator trusts) may introspect any token.
+OAUTH2_INTROSPECTION_CLIENT_IDS = env_list("OAUTH2_INTROSPECTION_CLIENT_IDS", "")
 OAUTH2_ACCESS_TOKEN_SECONDS = env_int("OAUTH2_ACCESS_TOKEN_SECONDS", 3600, 30, 86400 * 30)
 OAUTH2_REFRESH_TOKEN_SECONDS = env_int("OAUTH2_REFRESH_TOKEN_SECONDS", 86400 * 30, 60, 86400 * 365)
 OAUTH2_PROVIDER = {

@@ -8,7 +8,11 @@ developer pages; without one, `anonymous`. A task belongs to the user behind the
 owns as itself (`apikey:<id>`), a client-credentials token as its application (`app:<id>`).
 
 Then the agent's access rule decides whether that principal may call it (`check_access`):
-401 when a credential is missing or not valid, 403 when it is valid but not enough. Nothing
+401 when a credential is missing or not valid, 403 when it is valid but not enough. It is the
+one rule of every path to an agent: the A2A doors, and the developer pages' chat console and
+"try it" box, which call as the user's session (`session_of`; `may_call` is the rule as a
+yes or no). A token whose scopes name single skills of the agent runs only those
+(`check_skill`, for each message sent). Nothing
 here writes the database: a principal names the credential it came with (`Credential`), and
 the audit log (`agents.audit`) counts its uses and writes them, with the key's `last_used_at`,
 in batches. The A2A doors call `authenticate_async`, which reads keys and tokens on the event
@@ -167,6 +171,12 @@ def session_principal(request: HttpRequest) -> Principal | None:
     user = get_user(cast(HttpRequest, _SessionCarrier(store)))
     if not user.is_authenticated:
         return None
+    return session_of(user)
+
+
+def session_of(user: Any) -> Principal:
+    """A signed-in user as their session's principal: what the doors make of the developer
+    pages' cookie, and what the pages themselves call as."""
     return Principal(f"user:{user.pk}", user.get_username(), user_id=user.pk, credential=SESSION)
 
 
@@ -284,6 +294,43 @@ def check_access(agent: Agent, principal: Principal, request: HttpRequest | None
         )
     if agent.access == Access.LISTED and not is_listed(agent, principal):
         raise AccessDenied("This agent is not open to this caller.")
+
+
+def may_call(agent: Agent, principal: Principal) -> bool:
+    """`check_access` as a yes or no, for pages that decide what to offer."""
+    try:
+        check_access(agent, principal)
+    except (AuthenticationRequired, AccessDenied):
+        return False
+    return True
+
+
+def check_skill(agent: Agent, principal: Principal, skill_id: str | None) -> None:
+    """A message may run the skill it names in `metadata.skillId` only if the caller's scopes
+    reach it; a message naming none runs the agent's first skill (as its card lists them), so
+    that one must be reached. Keys and sessions have no scopes: every skill of an agent they
+    may call. AccessDenied (403, `insufficient_scope`) otherwise. Reads the agent's skills
+    when they are not loaded: call it off the event loop."""
+    held = principal.scopes
+    if held is None or scope_rules.reaches_every_skill(held, agent.slug):
+        return
+    wanted = skill_id if skill_id is not None else first_skill(agent)
+    if wanted is not None and scope_rules.reaches_skill(held, agent.slug, wanted):
+        return
+    reached = ", ".join(scope_rules.skills_reached(held, agent.slug)) or "none"
+    asked = f"skill {wanted!r}" if skill_id is not None else f"the first skill {wanted!r}"
+    why = "it names" if skill_id is not None else "it names no skill (metadata.skillId), so"
+    needed = scope_rules.needed_for_skill(agent.slug, wanted or "")
+    raise AccessDenied(
+        f"The token's scopes reach only these skills of this agent: {reached}; the message "
+        f"asks for {asked} ({why} that one runs). It needs one of: {needed}.",
+        bearer_challenge(agent, None, f'error="insufficient_scope", scope="{needed}"'),
+    )
+
+
+def first_skill(agent: Agent) -> str | None:
+    skill = next(iter(agent.skills.all()), None)
+    return skill.skill_id if skill is not None else None
 
 
 def is_listed(agent: Agent, principal: Principal) -> bool:

@@ -1,8 +1,9 @@
 """OAuth2 scopes the hub's authorization server grants, and what a token's scopes reach.
 
 `a2a:invoke` reaches every agent the principal may call; `agent:<slug>` one agent, every
-skill of it; `skill:<slug>:<skill id>` one skill of one agent (calling the agent, and seeing
-that skill on its extended card). A token asked for without scopes gets `a2a:invoke`.
+skill of it; `skill:<slug>:<skill id>` one skill of one agent: a message may run that skill
+(named in `metadata.skillId`, or the agent's first skill when it names none) and the extended
+card shows it. A token asked for without scopes gets `a2a:invoke`.
 Two scopes reach the hub rather than its agents, and are only granted when asked for:
 `registry` (register agents and manage one's own registrations) and `operator` (the
 operators' API, for a staff user's token).
@@ -57,6 +58,22 @@ def reaches_agent(scopes: Iterable[str], slug: str) -> bool:
 def reaches_skill(scopes: Iterable[str], slug: str, skill_id: str) -> bool:
     held = set(scopes)
     return bool({INVOKE, agent_scope(slug), skill_scope(slug, skill_id)} & held)
+
+
+def reaches_every_skill(scopes: Iterable[str], slug: str) -> bool:
+    held = set(scopes)
+    return INVOKE in held or agent_scope(slug) in held
+
+
+def skills_reached(scopes: Iterable[str], slug: str) -> list[str]:
+    """The skill ids of this agent that a token's skill scopes name, sorted."""
+    prefix = f"skill:{slug}:"
+    return sorted(scope.removeprefix(prefix) for scope in scopes if scope.startswith(prefix))
+
+
+def needed_for_skill(slug: str, skill_id: str) -> str:
+    """The scopes, any one of which lets a token run this skill (for a challenge)."""
+    return f"{skill_scope(slug, skill_id)} {needed_for(slug)}"
 
 
 def needed_for(slug: str) -> str:

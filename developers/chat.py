@@ -14,7 +14,6 @@ import binascii
 import re
 import uuid
 from typing import Any
-from urllib.parse import quote
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
@@ -42,6 +41,7 @@ from protocol.jsonrpc import find_method, parse_params
 from protocol.limits import LimitExceeded
 from protocol.method_table import resolve
 from protocol.sse import event_stream, frames
+from tasks import stored_files
 from tasks.models import Artifact, Message, Task
 from tasks.wire import V1, to_json
 
@@ -53,8 +53,6 @@ REFUSAL_STATUS: dict[type[A2AError], int] = {
     UnsupportedOperationError: 409,
     InternalError: 500,
 }
-# Served as themselves (an <img> shows them); any other file goes out as plain bytes.
-IMAGE_TYPE = re.compile(r"image/[a-z0-9][a-z0-9.+-]*")
 # Where the admin shows a task; the page puts the task's id in place of this.
 ID_SLOT = "TASK-ID"
 
@@ -166,8 +164,8 @@ def refusal(error: A2AError, status: int | None = None) -> JsonResponse:
 @require_GET
 def chat_file(request: HttpRequest, slug: str) -> HttpResponse:
     """The bytes of one file part (`?task=&artifact=` or `&message=`, `&part=`) of the user's
-    task. Always an attachment, never run by the browser: an agent chooses the bytes and the
-    media type, and this is the hub's own origin."""
+    task, never rendered or run by the browser (`tasks.stored_files`): an agent chooses the
+    bytes and the media type, and this is the hub's own origin."""
     agent = chat_agent(request.user, slug)
     task = users_task(request.user, agent, request.GET.get("task", ""))
     part = stored_part(task, request.GET) if task is not None else None
@@ -178,14 +176,10 @@ def chat_file(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def file_response(part: dict[str, Any], data: bytes) -> HttpResponse:
-    media_type = str(part.get("mediaType", "")).lower()
-    served = media_type if IMAGE_TYPE.fullmatch(media_type) else "application/octet-stream"
-    response = HttpResponse(data, content_type=served)
+    """A stored file as the hub serves every one (`tasks.stored_files`), never cached."""
     # The name only: an agent's "../" or folders mean nothing on the user's disk.
     filename = re.split(r"[\\/]", str(part.get("filename", "")))[-1] or "file"
-    response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["X-Content-Type-Options"] = "nosniff"
+    response = stored_files.file_response(data, filename)
     response["Cache-Control"] = "private, no-store"
     return response
 

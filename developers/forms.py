@@ -156,10 +156,14 @@ class ApplicationForm(forms.ModelForm):
 
 class UsernamesField(forms.Field):
     """Users named by their usernames, separated by commas, spaces or lines: every name must
-    be a user's."""
+    be a user's the lister may name (`listable_users`). A name that is no user's and one
+    that is a user's the lister may not name get the same answer, so the field tells nobody
+    but staff which usernames exist."""
 
     widget = forms.Textarea(attrs={"rows": 2, "placeholder": "alice, bob"})
     most = 200
+    # Set by the form: the users these names are looked up among.
+    choices: QuerySet[User] = User.objects.all()
 
     def to_python(self, value: Any) -> list[User]:
         text = str(value or "")
@@ -168,10 +172,13 @@ class UsernamesField(forms.Field):
         names = list(dict.fromkeys(text.replace(",", " ").split()))
         if len(names) > self.most:
             raise forms.ValidationError(f"Name at most {self.most} users.")
-        users = list(User.objects.filter(username__in=names).order_by("username"))
+        users = list(self.choices.filter(username__in=names).order_by("username"))
         missing = sorted(set(names) - {user.username for user in users})
         if missing:
-            raise forms.ValidationError(f"No user is named {', '.join(missing)}.")
+            raise forms.ValidationError(
+                f"No user you may list is named {', '.join(missing)} (you may list the members "
+                "of your groups; an operator may list anyone)."
+            )
         return users
 
     def prepare_value(self, value: Any) -> str:
@@ -223,6 +230,9 @@ class AgentAccessForm(forms.ModelForm):
             "They call as themselves, with a client-credentials token. "
             "Make one on the Applications page."
         )
+        users = self.fields["allowed_users"]
+        assert isinstance(users, UsernamesField)
+        users.choices = listable_users(self.instance, user)
         groups = self.fields["allowed_groups"]
         assert isinstance(groups, forms.ModelMultipleChoiceField)
         groups.queryset = Group.objects.order_by("name")
@@ -234,6 +244,16 @@ class AgentAccessForm(forms.ModelForm):
             "API keys and sessions are then refused; tokens from the hub's token endpoint need "
             f"the scope a2a:invoke or agent:{self.instance.slug}."
         )
+
+
+def listable_users(agent: Agent, user: AbstractBaseUser | AnonymousUser) -> QuerySet[User]:
+    """Every user for staff; for others themselves, the members of their groups, and those
+    the agent lists already (an operator's choice, kept when the owner saves)."""
+    if getattr(user, "is_staff", False):
+        return User.objects.all()
+    listed = Q(callable_agents=agent) if agent.pk else Q(pk__in=[])
+    mates = Q(groups__in=Group.objects.filter(user=user.pk))
+    return User.objects.filter(Q(pk=user.pk) | mates | listed).distinct()
 
 
 def application_choices(agent: Agent, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Any]:

@@ -26,9 +26,10 @@ from django.views.decorators.http import require_GET
 from agents.models import Agent
 from developers.access import User, may_call, users_task
 from developers.callers import name_caller
-from developers.chat import IMAGE_TYPE, file_bytes, file_response, stored_part
+from developers.chat import file_bytes, file_response, stored_part
 from developers.tryit import user_principal
 from tasks.models import ACTIVE_STATES, Task, TaskState
+from tasks.stored_files import SHOWN_IMAGE_TYPES
 
 
 def callable_agent(user: User, slug: str) -> Agent:
@@ -146,5 +147,5 @@ def shown_part(part: dict[str, Any], file_url: str, where: dict[str, str]) -> di
         href = f"{file_url}?{urlencode(where)}"  # the hub's own route, which checks the task
     elif str(part.get("url", "")).startswith(("https://", "http://")):
         href = str(part["url"])  # the agent's link, shown as one, never loaded by the page
-    image = bool(href) and "raw" in part and bool(IMAGE_TYPE.fullmatch(media_type))
+    image = bool(href) and "raw" in part and media_type in SHOWN_IMAGE_TYPES
     return {"kind": "file", "name": name, "media_type": media_type, "href": href, "image": image}

@@ -2,8 +2,10 @@
 
 The page posts to its own view (session and CSRF, like every other form here) and the view
 calls the same method-table entry, parser and renderer as the JSON-RPC endpoint, as the
-principal `user:<id>`. No API key is minted or shown to the page, and the hub never makes an
-HTTP request to itself (which the outbound guard refuses and a one-process hub could block on).
+principal `user:<id>` (the user's session), once the agent's access rule lets that session
+in: an agent that requires an OAuth2 token does not, even for its owner. No API key is
+minted or shown to the page, and the hub never makes an HTTP request to itself (which the
+outbound guard refuses and a one-process hub could block on).
 """
 
 from __future__ import annotations
@@ -13,10 +15,18 @@ from functools import partial
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest
 
-from a2ahub.errors import A2AError, error_object, internal_error
+from a2ahub.errors import (
+    A2AError,
+    AccessDenied,
+    AuthenticationRequired,
+    error_object,
+    internal_error,
+)
+from agents import principals
 from agents.models import Agent
 from agents.principals import Principal
 from agents.views import public_base_url
@@ -32,7 +42,8 @@ METHOD = "SendMessage"
 
 
 def user_principal(user: AbstractBaseUser | AnonymousUser) -> Principal:
-    return Principal(f"user:{user.pk}", user.get_username())
+    """The signed-in user as the doors know their session."""
+    return principals.session_of(user)
 
 
 async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[str, Any]:
@@ -41,10 +52,16 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
     method = find_method(METHOD, V1)
     params = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
                           "parts": [{"text": text}]}}  # fmt: skip
+    principal = user_principal(user)
+    try:
+        # The agent's one access rule, as its doors apply it to this session.
+        await sync_to_async(principals.check_access)(agent, principal)
+    except (AuthenticationRequired, AccessDenied) as exc:
+        return {"ok": False, "error": {"message": exc.message}}
     try:
         strings.check_params(params)  # a NUL typed in the box, as at the endpoint
         extensions = check_extensions(request, agent, sending=True)
-        call = Call(agent, user_principal(user), V1, partial(public_base_url, request), extensions,
+        call = Call(agent, principal, V1, partial(public_base_url, request), extensions,
                     binding=Binding.PAGE)  # fmt: skip
         result = await resolve(method.handler)(call, parse_params(method, params, V1))
     except A2AError as exc:

@@ -8,6 +8,7 @@ as they are; extensions and the remote's extended card are not copied either.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import copy
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 from google.protobuf.json_format import ParseError
 
-from a2ahub import outbound
+from a2ahub import nesting, outbound
 from agents.cards import validate_agent_card
 from agents.models import Agent, Skill, default_modes
 
@@ -77,7 +78,9 @@ def fetch_document(url: str) -> Any:
         moved = f" (redirected to {where}; enter that URL)" if where else ""
         raise CardRejected(f"The card URL answered HTTP {response.status_code}{moved}.")
     try:
-        return response.json()
+        return nesting.loads(response.content.removeprefix(codecs.BOM_UTF8), "The card")
+    except nesting.TooDeep as exc:
+        raise CardRejected(f"{exc}") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise CardRejected(f"The card URL did not answer with JSON: {exc}.") from exc
 
@@ -86,6 +89,11 @@ def read_card(document: Any) -> RemoteCard:
     """The document as a 1.0 card, else as a 0.3 card; the SDK's models are the judges."""
     if not isinstance(document, dict):
         raise CardRejected("The document is not an Agent Card: it is not a JSON object.")
+    try:
+        # The SDK's readers (and the copy made for them) recurse over the document.
+        nesting.check(document, "The card")
+    except nesting.TooDeep as exc:
+        raise CardRejected(str(exc)) from None
     try:
         return RemoteCard(read_v1(document), "1.0")
     except CardRejected as v1_problem:

@@ -29,6 +29,7 @@ from agents.models import AccessVia, Agent, ApiKey
 from operators_api import errors
 from operators_api.auth import AUTHENTICATION, IsOperator, operator_name
 from operators_api.errors import Conflict
+from operators_api.parsers import PARSERS
 from operators_api.serializers import (
     AgentSerializer,
     ApiKeySerializer,
@@ -74,6 +75,7 @@ class OperatorView(viewsets.GenericViewSet[Any]):
     permission_classes = [IsOperator]
     # The browsable pages use DRF's own static files: nothing is loaded from elsewhere.
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    parser_classes = PARSERS
 
     def get_exception_handler(self) -> Any:
         return errors.handle

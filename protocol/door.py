@@ -6,7 +6,6 @@ each of these and how they answer."""
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from typing import Any
 
@@ -18,7 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
-from a2ahub import hops, numerals
+from a2ahub import hops, nesting, numerals
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -118,11 +117,12 @@ def decode_json(body: bytes) -> Any:
     try:
         # Strict UTF-8, JSON's encoding (RFC 8259 8.1): json.loads(bytes) would let bytes that
         # spell a surrogate through. A byte order mark is ignored, as json.loads did.
-        return json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+        return nesting.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+    except nesting.TooDeep as exc:
+        # Valid JSON, perhaps, but no request of the protocol nests so deep.
+        raise InvalidRequestError(str(exc)) from None
     except (ValueError, UnicodeDecodeError):
         raise JSONParseError("The body is not valid JSON.") from None
-    except RecursionError:
-        raise JSONParseError("The body is nested too deeply.") from None
 
 
 async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:

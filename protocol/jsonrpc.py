@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
+from google.protobuf.json_format import ParseError
 
 from a2ahub import metrics, request_id
 from a2ahub.errors import (
@@ -120,11 +121,15 @@ def find_method(method: str, version: str) -> Method:
 
 
 def parse_params(method: Method, params: dict[str, Any], version: str) -> Any:
-    if version == V03:
-        return PARAMS_IN[method.adapter](params)
-    if version == V01:
-        return v01.PARAMS_IN[method.adapter](params)
-    return door.parse_message(params, method.request())
+    if version == V1:
+        return door.parse_message(params, method.request())
+    adapters = PARAMS_IN if version == V03 else v01.PARAMS_IN
+    try:
+        return adapters[method.adapter](params)
+    except ParseError as exc:
+        # The SDK's conversion to 1.0 meets protobuf's limits (a Struct nested past its
+        # depth) after the older version's model accepted the params.
+        raise invalid_params("params", str(exc)) from None
 
 
 def render_result(

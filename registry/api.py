@@ -5,7 +5,6 @@ deregisters (DELETE); `POST /registry/agents/<agentId>/heartbeat` renews."""
 from __future__ import annotations
 
 import codecs
-import json
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from a2ahub import numerals
+from a2ahub import nesting, numerals
 from agents import cards
 from agents.scopes import REGISTRY
 from agents.views import public_base_url
@@ -46,8 +45,10 @@ def read_json(request: Request) -> Any:
     if len(body) > limit:
         raise too_large
     try:
-        document = json.loads(body.removeprefix(codecs.BOM_UTF8).decode())
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        document = nesting.loads(body.removeprefix(codecs.BOM_UTF8).decode())
+    except nesting.TooDeep as exc:
+        raise ApiError(400, str(exc), "body") from None
+    except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "The body is not valid JSON.", "body") from None
     errors.refuse_uncarriable(document)
     return document

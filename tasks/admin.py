@@ -23,19 +23,17 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from a2ahub import when
-from tasks import changes, lifecycle, retention, runner
+from tasks import changes, lifecycle, retention, runner, stored_files
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
 from tasks.updater import PROGRESS_KEY
 
 STUCK_MINUTES = (5, 30, 120)
 TEXT_PREVIEW = 200
-MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*$")
 
 
 # Parts, in their stored 1.0 JSON form, as the operator reads them.
@@ -474,7 +472,8 @@ def refusal_text(refused: list[Task]) -> str:
     return f"{len(refused)} task(s) not cancelable, already finished: {listed}{more}."
 
 
-# Downloads: the stored bytes, always as an attachment, never rendered on the admin's origin.
+# Downloads: the stored bytes, never rendered or run on the admin's origin
+# (`tasks.stored_files`).
 
 
 def file_response(part: dict[str, Any], fallback: str) -> HttpResponse:
@@ -482,23 +481,14 @@ def file_response(part: dict[str, Any], fallback: str) -> HttpResponse:
         content = decode_raw(str(part["raw"]))
     except (binascii.Error, ValueError):
         raise Http404("The stored file is not valid base64.") from None
-    response = HttpResponse(content, content_type=safe_media_type(part.get("mediaType")))
     name = safe_filename(str(part.get("filename") or ""), fallback)
-    response["Content-Disposition"] = content_disposition_header(True, name) or "attachment"
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    return response
+    return stored_files.file_response(content, name)
 
 
 def decode_raw(encoded: str) -> bytes:
     # The JSON mapping writes standard base64; clients may have sent the URL-safe alphabet.
     normalized = encoded.strip().replace("-", "+").replace("_", "/")
     return base64.b64decode(normalized + "=" * (-len(normalized) % 4), validate=True)
-
-
-def safe_media_type(value: Any) -> str:
-    media = str(value or "").strip()
-    return media if MEDIA_TYPE.match(media) else "application/octet-stream"
 
 
 def safe_filename(name: str, fallback: str) -> str:

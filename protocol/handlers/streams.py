@@ -90,8 +90,10 @@ async def open_subscription(task_id: str, over_redis: bool = True) -> events.Sub
 async def send_streaming_message(
     call: Call, request: pb.SendMessageRequest
 ) -> AsyncIterator[StreamItem]:
-    release_after_write.set(True)
     turn = await prepare_turn(call, request)
+    # Set once the turn may run (never for a refused send: a caller's context that got it
+    # back, a test's, would close its connections after every write from then on).
+    release_after_write.set(True)
     # An inline turn of a new task runs here, and nobody else has the task's id before its
     # first event goes out: its stream listens to this process alone (events.subscribe).
     inline = turn.spec.execution_mode != ExecutionMode.WORKER

@@ -30,6 +30,8 @@ from a2ahub.errors import (
     invalid_params,
     unavailable,
 )
+from agents import principals
+from agents import scopes as scope_rules
 from agents.kinds import execution_mode
 from protocol.calls import Call
 from protocol.handlers.owned import is_new_client_id, owned_task
@@ -319,9 +321,25 @@ class Turn:
     stored: bool
 
 
+def skill_named(message: pb.Message) -> str | None:
+    """The skill a message asks for in `metadata.skillId`, as the executors read it."""
+    metadata = message.metadata
+    return str(metadata["skillId"]) if "skillId" in metadata else None
+
+
+async def check_skill(call: Call, message: pb.Message) -> None:
+    """Only a token whose scopes name single skills can be refused; the rule may read the
+    agent's skills, so it runs off the event loop, and only for such tokens."""
+    scopes = call.principal.scopes
+    if scopes is None or scope_rules.reaches_every_skill(scopes, call.agent.slug):
+        return
+    await sync_to_async(principals.check_skill)(call.agent, call.principal, skill_named(message))
+
+
 async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     message = request.message
     check_message(message)
+    await check_skill(call, message)
     check_modes(call, request)
     push_config = inline_push_config(call, request)
     # A 0.1 send names its task by the caller's own id, a new one as well as a known one.

@@ -25,7 +25,9 @@ from tests.factories.tasks import ended, open_task
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
+# A page of the hub's own origin: its Origin names the host (and port) its requests go to.
 ORIGIN = (b"origin", b"http://127.0.0.1")
+HOST = (b"host", b"127.0.0.1")
 WAIT = 10.0
 
 
@@ -65,7 +67,7 @@ def as_helpdesk(helpdesk: User) -> Cookie:
 async def socket(path: str, cookie: Cookie) -> AsyncIterator[tuple[bool, Any, Any]]:
     from a2ahub.asgi import application
 
-    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, *cookie])
+    communicator = WebsocketCommunicator(application, path, headers=[HOST, ORIGIN, *cookie])
     connected, detail = await communicator.connect(timeout=WAIT)
     try:
         yield connected, detail, communicator
@@ -106,13 +108,44 @@ async def test_the_task_sockets_need_the_right_to_view_tasks(
         assert connected
 
 
-async def test_a_socket_from_another_site_is_refused(as_operator: Cookie) -> None:
+async def handshake(as_operator: Cookie, origin: str, host: str = "127.0.0.1:8000") -> bool:
     from a2ahub.asgi import application
 
-    headers = [(b"origin", b"https://elsewhere.example"), *as_operator]
+    headers = [(b"host", host.encode()), (b"origin", origin.encode()), *as_operator]
     communicator = WebsocketCommunicator(application, "/ws/console/dashboard/", headers=headers)
     connected, _ = await communicator.connect(timeout=WAIT)
-    assert not connected
+    await communicator.disconnect()
+    return bool(connected)
+
+
+async def test_a_socket_from_another_site_is_refused(as_operator: Cookie) -> None:
+    assert not await handshake(as_operator, "https://elsewhere.example")
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://127.0.0.1:8081", "http://127.0.0.1", "https://127.0.0.1:8000", "null", ""],
+    ids=["another-port", "default-port", "another-scheme", "null", "none"],
+)
+async def test_a_page_on_the_hubs_host_at_another_port_or_scheme_is_refused(
+    as_operator: Cookie, origin: str
+) -> None:
+    """Cookies go to every port of a host: only the hub's own port may open its sockets."""
+    assert not await handshake(as_operator, origin)
+
+
+async def test_a_page_of_the_hubs_own_origin_opens_its_socket(as_operator: Cookie) -> None:
+    assert await handshake(as_operator, "http://127.0.0.1:8000")
+    assert await handshake(as_operator, "http://localhost", host="localhost:80")
+
+
+async def test_behind_a_proxy_the_public_base_urls_origin_is_the_hubs(
+    as_operator: Cookie, settings: Any
+) -> None:
+    settings.PUBLIC_BASE_URL = "https://localhost"
+
+    assert await handshake(as_operator, "https://localhost:443", host="127.0.0.1:8000")
+    assert not await handshake(as_operator, "https://localhost:8443", host="127.0.0.1:8000")
 
 
 async def test_the_timeline_gets_what_the_page_missed_then_each_new_event(

@@ -8,7 +8,8 @@ Personas and their rights:
   for them (404) and they change nothing.
 - `operator` (tests/conftest.py): staff; opens any agent's access page and may list any
   application.
-- `friend`: a user the developer lists by username; calls with an API key of their own.
+- `friend`: a member of the developer's group, whom they list by username; calls with an API
+  key of their own. Users outside the developer's groups answer as unknown names do.
 """
 
 from __future__ import annotations
@@ -37,8 +38,12 @@ def rival(db: None) -> User:
 
 
 @pytest.fixture
-def friend(db: None) -> User:
-    return User.objects.create_user("friend", "friend@example.com", "friend-pass-123")
+def friend(developer: User) -> User:
+    """A member of a group of the developer's: someone they may list by name."""
+    friend = User.objects.create_user("friend", "friend@example.com", "friend-pass-123")
+    crew = Group.objects.create(name="crew")
+    crew.user_set.add(developer, friend)
+    return friend
 
 
 @pytest.fixture
@@ -146,10 +151,33 @@ def test_unknown_usernames_are_named_and_nothing_is_saved(
 ) -> None:
     response = save(dev_client, access="listed", allowed_users="friend, nobody,ghost")
     assert response.status_code == 400
-    assert response.context["form"].errors["allowed_users"] == ["No user is named ghost, nobody."]
+    assert response.context["form"].errors["allowed_users"] == [
+        "No user you may list is named ghost, nobody (you may list the members of your groups; "
+        "an operator may list anyone)."
+    ]
     mine.refresh_from_db()
     assert mine.access == Access.ANYONE
     assert not mine.allowed_users.exists()
+
+
+def test_the_page_does_not_tell_an_owner_which_usernames_exist(
+    dev_client: Client, mine: Agent, friend: User, rival: User
+) -> None:
+    def refusal(name: str) -> Any:
+        response = save(dev_client, access="listed", allowed_users=name)
+        assert response.status_code == 400
+        return response.context["form"].errors["allowed_users"][0].replace(name, "NAME")
+
+    assert refusal("rival") == refusal("no-such-user")  # a user, but not of the owner's groups
+    assert not mine.allowed_users.exists()
+
+
+def test_staff_list_any_user_and_an_owner_keeps_those_listed(
+    operator_client: Client, dev_client: Client, mine: Agent, rival: User
+) -> None:
+    assert save(operator_client, access="listed", allowed_users="rival").status_code == 302
+    assert list(mine.allowed_users.all()) == [rival]
+    assert save(dev_client, access="listed", allowed_users="rival").status_code == 302
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,13 @@
 stream a message gets, questions, canceling, the file view, and what others cannot reach.
 
 Personas and their rights:
-- `developer` (tests/conftest.py): signed in; chats with their own agents, the listed agents
-  that take any caller, and the agents an unrevoked key of theirs opens. Their tasks are
-  `user:<their id>`'s.
-- `rival`: another signed-in user; their tasks, files and unlisted or secured agents do not
-  exist for the developer (a 404, answered as for an unknown task or agent).
-- `operator` (tests/conftest.py): staff; chats with every agent, and gets the admin's link.
+- `developer` (tests/conftest.py): signed in; chats with every agent their session may call
+  at the agent's doors (one rule: `agents.principals.check_access`): their own, those open
+  to anyone or any signed-in principal, those listing them; never an OAuth2-only agent,
+  whatever key they hold. Their tasks are `user:<their id>`'s.
+- `rival`: another signed-in user; their tasks and files, and their agents listed for others
+  or requiring OAuth2, do not exist for the developer (a 404, as an unknown task or agent).
+- `operator` (tests/conftest.py): staff; chats under the same rule, and gets the admin's link.
 - anonymous: sent to the sign-in page.
 """
 
@@ -22,13 +23,15 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient, Client
 
-from agents.models import Agent, ApiKey
+from agents.models import Access, Agent, ApiKey
 from executors.demo_skills import draw_png
 from tasks.changes import ArtifactChange, StatusChange
 from tasks.models import Message, Task, TaskState
 from tests.developers.chat_client import chat_url, chunks, frames, states, task_id_of
 from tests.factories.agents import SECURED, make_agent, owned
+from tests.factories.envelopes import envelope, request_headers, url
 from tests.factories.tasks import PDF_BYTES, open_task, report_artifact
+from tests.factories.versions import V1
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +80,11 @@ def test_the_chat_sends_an_anonymous_visitor_to_sign_in(
     assert not Task.objects.exists()
 
 
-@pytest.mark.parametrize("fields", [SECURED, {"public": False}], ids=["secured", "unlisted"])
+@pytest.mark.parametrize(
+    "fields",
+    [{"access": Access.LISTED}, {"oauth2": True, "access": Access.SIGNED_IN}],
+    ids=["listed-for-others", "oauth2-only"],
+)
 def test_an_agent_the_user_may_not_call_is_not_found(
     dev_client: Client, rival: User, fields: dict[str, Any]
 ) -> None:
@@ -90,18 +97,58 @@ def test_an_agent_the_user_may_not_call_is_not_found(
     assert Task.objects.count() == 1
 
 
-def test_a_user_chats_with_their_own_listed_open_and_keyed_agents(
+def test_a_user_chats_with_every_agent_their_session_may_call(
     dev_client: Client, developer: User, rival: User
 ) -> None:
-    owned("mine", developer, **SECURED, public=False)
-    owned("open", rival)
-    owned("keyed", rival, **SECURED)
-    key, _ = ApiKey.issue("developer's key", owner=developer, agent=Agent.objects.get(slug="keyed"))
-    for slug in ("mine", "open", "keyed"):
+    owned("mine", developer, **SECURED, public=False, access=Access.LISTED)
+    owned("open", rival, public=False)
+    owned("keyed", rival, **SECURED)  # a session is a credential, at the doors as here
+    owned("members", rival, access=Access.SIGNED_IN)
+    owned("named", rival, access=Access.LISTED).allowed_users.add(developer)
+    for slug in ("mine", "open", "keyed", "members", "named"):
         assert dev_client.get(chat_url(slug)).status_code == 200, slug
 
-    ApiKey.objects.filter(pk=key.pk).update(revoked_at="2026-01-01T00:00:00Z")
-    assert dev_client.get(chat_url("keyed")).status_code == 404
+
+def test_an_oauth2_only_agent_refuses_the_chat_as_its_doors_refuse_the_users_key(
+    dev_client: Client, developer: User
+) -> None:
+    owned("secure", developer, oauth2=True, access=Access.SIGNED_IN)
+    _, raw = ApiKey.issue("developer's hub-wide key", owner=developer)
+    door = Client().post(
+        url("secure"),
+        envelope(V1, "send", text="through the door"),
+        content_type="application/json",
+        headers=request_headers(V1, raw),
+    )
+
+    chat = dev_client.post(chat_url("secure", "send"), {"text": "through the chat"})
+
+    assert door.status_code == 401 and "OAuth2" in door.json()["error"]["message"]
+    assert chat.status_code == 404 and dev_client.get(chat_url("secure")).status_code == 404
+    assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, SECURED, {"public": False}, {"access": Access.SIGNED_IN}, {"access": Access.LISTED},
+     {"oauth2": True}, {"oauth2": True, "access": Access.LISTED}],
+    ids=["open", "secured", "unlisted", "signed-in", "listed-for-others", "oauth2", "both"],
+)  # fmt: skip
+def test_the_chat_and_the_doors_give_a_session_the_same_answer(
+    dev_client: Client, rival: User, fields: dict[str, Any]
+) -> None:
+    owned("theirs", rival, **fields)
+    door = dev_client.post(
+        url("theirs"),
+        envelope(V1, "send", text="by session"),
+        content_type="application/json",
+        headers=request_headers(V1, None),
+    )
+
+    chat = dev_client.post(chat_url("theirs", "send"), {"text": "by chat"})
+
+    assert (door.status_code == 200) == (chat.status_code == 200), (door.status_code, chat)
+    assert door.status_code in (200, 401, 403) and chat.status_code in (200, 404)
 
 
 def test_staff_chat_with_every_agent_and_get_the_admins_link(
@@ -226,12 +273,15 @@ def test_another_users_file_cannot_be_read(
 # -- the file view --------------------------------------------------------------------------
 
 
-def test_an_image_is_served_as_an_image_to_download(dev_client: Client, developer: User) -> None:
+def test_an_image_is_served_inline_as_the_image_its_bytes_are(
+    dev_client: Client, developer: User
+) -> None:
     task = with_picture(owned("mine", developer), principal(developer))
     response = dev_client.get(file_url("mine", task, "picture-1"))
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
-    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''tiles.png"
+    assert response["Content-Disposition"] == "inline; filename*=UTF-8''tiles.png"
+    assert response["X-Content-Type-Options"] == "nosniff"
     assert response.content == draw_png()
 
 

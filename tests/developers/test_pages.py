@@ -418,6 +418,22 @@ def test_the_task_table_says_which_door_each_task_came_through(
         assert shown in page
 
 
+def test_try_it_refuses_the_owner_of_an_oauth2_only_agent_as_its_doors_refuse_a_session(
+    dev_client: Client, developer: User
+) -> None:
+    owned("secure", developer, oauth2=True)
+    door = dev_client.post("/agents/secure/rest/message:send", content_type="application/json",
+                           data={"message": {"messageId": "m", "role": "ROLE_USER",
+                                             "parts": [{"text": "by session"}]}})  # fmt: skip
+
+    body = dev_client.post("/dev/agents/secure/try/", {"text": "hi"}).json()
+
+    assert door.status_code == 401
+    assert body["ok"] is False
+    assert body["error"]["message"] == door.json()["error"]["message"]
+    assert not Task.objects.exists()
+
+
 def test_try_it_refuses_an_empty_message(dev_client: Client, developer: User) -> None:
     owned("mine", developer)
     body = dev_client.post("/dev/agents/mine/try/", {"text": "  "}).json()

@@ -5,6 +5,7 @@ answers follow RFC 6750 (401 without a valid token, 403 with `insufficient_scope
 from __future__ import annotations
 
 import base64
+import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -169,6 +170,57 @@ def test_introspection_reports_an_active_token_to_its_client(secure: Agent) -> N
                            headers={"Authorization": f"Basic {basic}"}).json()  # fmt: skip
 
     assert answer["active"] is True and answer["scope"] == "a2a:invoke"
+
+
+def introspect(app: Any, secret: str, token: str) -> dict[str, Any]:
+    basic = base64.b64encode(f"{app.client_id}:{secret}".encode()).decode()
+    headers = {"Authorization": f"Basic {basic}"}
+    answer: dict[str, Any] = (
+        Client().post("/o/introspect/", {"token": token}, headers=headers).json()
+    )
+    return answer
+
+
+def test_introspection_tells_another_client_nothing_of_a_token(secure: Agent) -> None:
+    mine, my_secret = machine("mine")
+    theirs, their_secret = machine("theirs")
+    token = token_for(mine, my_secret)["access_token"]
+
+    assert introspect(theirs, their_secret, token) == {"active": False}
+    assert introspect(mine, my_secret, token)["active"] is True
+
+
+def test_a_resource_server_the_operator_names_introspects_every_token(
+    secure: Agent, settings: Any
+) -> None:
+    client, secret = machine("client")
+    resource, resource_secret = machine("resource server")
+    settings.OAUTH2_INTROSPECTION_CLIENT_IDS = [resource.client_id]
+    token = token_for(client, secret)["access_token"]
+
+    answer = introspect(resource, resource_secret, token)
+
+    assert answer["active"] is True and answer["client_id"] == client.client_id
+
+
+def test_a_bearer_token_with_the_introspection_scope_learns_only_of_its_clients_tokens(
+    secure: Agent,
+) -> None:
+    mine, my_secret = machine("mine")
+    other, other_secret = machine("other")
+    introspector = token_for(mine, my_secret, scope="a2a:invoke")
+    checksum = hashlib.sha256(introspector["access_token"].encode()).hexdigest()
+    AccessToken.objects.filter(token_checksum=checksum).update(scope="a2a:invoke introspection")
+    own = token_for(mine, my_secret)["access_token"]
+    foreign = token_for(other, other_secret)["access_token"]
+
+    def ask(token: str) -> dict[str, Any]:
+        answer: dict[str, Any] = Client().post("/o/introspect/", {"token": token}, headers={
+            "Authorization": f"Bearer {introspector['access_token']}"}).json()  # fmt: skip
+        return answer
+
+    assert ask(own)["active"] is True
+    assert ask(foreign) == {"active": False}
 
 
 def test_a_users_key_token_and_session_see_the_same_tasks(secure: Agent) -> None:

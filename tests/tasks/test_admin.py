@@ -188,8 +188,8 @@ def test_a_file_part_downloads_with_its_exact_bytes_and_a_safe_name(
     response = operator_client.get(url)
     assert response.status_code == 200
     assert response.content == PDF_BYTES
-    assert response["Content-Type"] == "application/pdf"
-    assert response["Content-Disposition"] == 'attachment; filename="report.pdf"'
+    assert response["Content-Type"] == "application/octet-stream"  # never the part's own type
+    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''report.pdf"
     assert response["X-Content-Type-Options"] == "nosniff"
 
 
@@ -205,7 +205,7 @@ def test_a_file_in_a_message_downloads_too(operator_client: Client, agent_factor
     )
     assert response.content == b"a,b\n1,2\n"
     assert response["Content-Type"] == "application/octet-stream"
-    assert response["Content-Disposition"] == "attachment; filename*=utf-8''donn%C3%A9es.csv"
+    assert response["Content-Disposition"] == "attachment; filename*=UTF-8''donn%C3%A9es.csv"
 
 
 def test_downloads_refuse_parts_that_are_not_files_or_belong_to_another_task(
