@@ -82,7 +82,7 @@ class OutboundPool:
             resolver = GuardedResolver(may_reach_hub=bool(self._hub_paths))
             connector = aiohttp.TCPConnector(
                 limit=self._limit, limit_per_host=0, resolver=resolver,
-                use_dns_cache=False, ssl=outbound._ssl_context(),
+                use_dns_cache=False, ssl=outbound.ssl_context(),
             )  # fmt: skip
             self._session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, auto_decompress=False,
