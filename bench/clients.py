@@ -163,7 +163,7 @@ def prepare_tables(dsn: str, tasks: list[uuid.UUID]) -> None:
 
 
 async def db_round(
-    dsn: str, tasks: list[uuid.UUID], n: int, concurrency: int, flip: bool
+    dsn: str, tasks: list[uuid.UUID], n: int, concurrency: int, flip: bool, size: int = 0
 ) -> dict[str, tuple[float, float]]:
     body = {"role": "agent", "parts": [{"text": "done " * 20}], "messageId": str(uuid.uuid4())}
     event = {"statusUpdate": {"status": {"state": "working"}}}
@@ -175,8 +175,11 @@ async def db_round(
                                   format="binary")  # fmt: skip
 
     set_json_dumps(lambda value: orjson.dumps(value).decode())  # orjson on both sides
-    apg = await asyncpg.create_pool(dsn, min_size=concurrency, max_size=concurrency, init=encode)
-    ppg = AsyncConnectionPool(dsn, min_size=concurrency, max_size=concurrency, open=False,
+    apg = await asyncpg.create_pool(
+        dsn, min_size=size or concurrency, max_size=size or concurrency, init=encode
+    )
+    size = size or concurrency
+    ppg = AsyncConnectionPool(dsn, min_size=size, max_size=size, open=False,
                               kwargs={"autocommit": True, "prepare_threshold": 0})  # fmt: skip
     await ppg.open(wait=True)
     statement = native(WRITE)
@@ -242,11 +245,14 @@ async def main(rounds: int) -> None:
             summary(f"webhook POST c={concurrency}, aiohttp / httpx", "aiohttp", "httpx", results)
         )
         print(lines[-1], flush=True)
-    for concurrency in (1, 16):
-        results = [await db_round(dsn, tasks, 3000, concurrency, i % 2 == 1) for i in range(rounds)]
+    # The last case is the server's shape: more writers than connections (pool max_size 10).
+    for concurrency, size in ((1, 0), (16, 0), (64, 10)):
+        results = [
+            await db_round(dsn, tasks, 3000, concurrency, i % 2 == 1, size) for i in range(rounds)
+        ]
         lines.append(
             summary(
-                f"one-statement write c={concurrency}, asyncpg / psycopg",
+                f"task write c={concurrency} pool {size or concurrency}, asyncpg / psycopg",
                 "asyncpg",
                 "psycopg",
                 results,
