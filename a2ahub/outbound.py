@@ -29,8 +29,11 @@ normal form (lower case, no trailing dot, and the legacy numeric IPv4 forms such
 `2130706433` or `0x7f.1` as the dotted address the socket layer makes of them).
 
 `a2ahub.outbound_pool` sends many small requests at once over kept-alive connections (webhook
-deliveries) with the same checks: `check_target` before each request, and `connectable` when
-a connection is opened, pinned to the checked address.
+deliveries, on aiohttp: see bench/results-2026-11-27-clients-drivers.md) under this same guard,
+not a copy of it: `check_target` is the judgement every call here makes of its URL before
+connecting (form, the hub itself, a literal address), `connectable` the one every connection
+makes of a lookup's answer, pinned to the checked address, and `ssl_context` the one TLS
+context of both clients. tests/test_outbound_clients.py holds both clients to the same refusals.
 
 `async_stream_post` is the one call that hands the answer over while it arrives (an HTTP
 backend's NDJSON events, applied line by line). It keeps every guarantee above: the same
@@ -365,6 +368,9 @@ def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
         _check_addresses(host, [normal])  # a private address is refused as such first
     if hub:
         _check_hub_path(url, hub_paths)
+    elif _is_address(normal):
+        # Judged here for every client: aiohttp never asks a resolver about an address.
+        _refuse_the_hub(host, port, [normal])
     return _Target(host, port, trusted or hub, hub)
 
 
@@ -402,10 +408,7 @@ def check_url(url: str, allow_unresolved: bool = False, hub_paths: tuple[str, ..
     registered before its DNS exists, and the connect-time check still guards every request.
     """
     target = _target(url, hub_paths)
-    if target.hub:
-        return
-    if _is_address(_normal_host(target.host)):
-        _refuse_the_hub(target.host, target.port, [_normal_host(target.host)])
+    if target.hub or _is_address(_normal_host(target.host)):
         return
     try:
         addresses = resolve(target.host, target.port)
@@ -433,13 +436,10 @@ def _connectable(host: str, port: int, addresses: list[str], trusted: bool, hub:
 
 
 def check_target(url: str, hub_paths: tuple[str, ...] = ()) -> None:
-    """Before each request of a pool: the URL's form, the hub itself (outside `hub_paths`),
-    and its literal address if it has one (a pool resolves and checks names only when it opens
-    a connection, and never for a host that looks like an address)."""
-    target = _target(url, hub_paths)
-    normal = _normal_host(target.host)
-    if not target.hub and _is_address(normal):
-        _refuse_the_hub(target.host, target.port, [normal])
+    """Before each request of a pool: the same judgement as every other call makes of its URL
+    (its form, the hub itself outside `hub_paths`, and its literal address if it has one; a
+    pool resolves and checks names only when it opens a connection)."""
+    _target(url, hub_paths)
 
 
 def trusted_endpoint(host: str, port: int, may_reach_hub: bool = False) -> bool:
@@ -624,25 +624,26 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
 
 
 @cache
-def _ssl_context() -> ssl.SSLContext:
+def ssl_context() -> ssl.SSLContext:
+    """The one TLS context of every outbound connection, whichever client opens it."""
     return httpx.create_ssl_context()
 
 
 class _Transport(httpx.HTTPTransport):
     def __init__(self, target: _Target, deadline: _Deadline) -> None:
-        super().__init__(verify=_ssl_context(), trust_env=False)
+        super().__init__(verify=ssl_context(), trust_env=False)
         # The same pool httpx would build, but its sockets come from our checking backend.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=_ssl_context(),
+            ssl_context=ssl_context(),
             network_backend=_Backend(target, deadline),
         )
 
 
 class _AsyncTransport(httpx.AsyncHTTPTransport):
     def __init__(self, target: _Target, deadline: _Deadline) -> None:
-        super().__init__(verify=_ssl_context(), trust_env=False)
+        super().__init__(verify=ssl_context(), trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=_ssl_context(),
+            ssl_context=ssl_context(),
             network_backend=_AsyncBackend(target, deadline),
         )
 

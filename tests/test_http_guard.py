@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 from cryptography import x509
@@ -24,6 +25,7 @@ from cryptography.x509.oid import NameOID
 from pytest_django.fixtures import Settings
 
 from a2ahub import outbound
+from a2ahub.outbound_pool import OutboundPool
 from tests.helpers import serving
 
 PUBLIC_ADDRESS = "93.184.215.14"
@@ -402,7 +404,7 @@ def tls_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     client_context = ssl.create_default_context(cafile=str(cert_file))
     with serving(httpd), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(outbound, "_ssl_context", lambda: client_context)
+        patch.setattr(outbound, "ssl_context", lambda: client_context)
         yield httpd.server_address[1], server_names
 
 
@@ -425,6 +427,36 @@ def test_https_refuses_a_certificate_for_another_name(
     settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         outbound.get(f"https://localhost:{port}/webhook")
+    assert Receiver.seen == []
+
+
+async def pool_post(url: str) -> outbound.Response:
+    pool = OutboundPool(limit=2)
+    try:
+        return await pool.post(url, content=b"hi", headers={}, timeout=5)
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize("tls_server", ["localhost"], indirect=True)
+def test_the_webhook_pool_keeps_the_host_name_for_sni_and_certificate_checks(
+    tls_server: tuple[int, list[str]], settings: Settings
+) -> None:
+    port, server_names = tls_server
+    settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
+    response = asyncio.run(pool_post(f"https://localhost:{port}/webhook"))
+    assert response.json()["host"] == f"localhost:{port}"
+    assert server_names == ["localhost"]
+
+
+@pytest.mark.parametrize("tls_server", ["other.example.test"], indirect=True)
+def test_the_webhook_pool_refuses_a_certificate_for_another_name(
+    tls_server: tuple[int, list[str]], settings: Settings
+) -> None:
+    port, _ = tls_server
+    settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
+    with pytest.raises(aiohttp.ClientConnectorCertificateError, match="CERTIFICATE_VERIFY_FAILED"):
+        asyncio.run(pool_post(f"https://localhost:{port}/webhook"))
     assert Receiver.seen == []
 
 
