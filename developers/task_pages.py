@@ -33,14 +33,18 @@ from tasks.stored_files import SHOWN_IMAGE_TYPES
 
 
 def callable_agent(user: User, slug: str) -> Agent:
-    """The agent, when the user owns it or may call it; else 404, as if there were none."""
+    """The agent, when the user owns it, runs the hub (staff see every agent's page and
+    tasks, as in the admin) or may call it; else 404, as if there were none. Calling it is
+    still `may_call`'s to say."""
     agent = Agent.objects.filter(slug=slug).first()
-    if agent is None or not may_call(user, agent):
+    if agent is None or not (sees_every_task(user, agent) or may_call(user, agent)):
         raise Http404("No such agent.")
     return agent
 
 
 def sees_every_task(user: User, agent: Agent) -> bool:
+    if not user.is_authenticated:
+        return False  # (an agent without an owner is not an anonymous visitor's)
     return bool(getattr(user, "is_staff", False)) or agent.owner_id == user.pk
 
 

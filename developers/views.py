@@ -64,6 +64,7 @@ def home(request: HttpRequest) -> HttpResponse:
     for agent in agents:
         # Links only to what the user may use: the chat and the agent's page answer 404 else.
         agent.callable = may_call(request.user, agent)  # type: ignore[attr-defined]
+        agent.shown = agent.callable or sees_every_task(request.user, agent)  # type: ignore[attr-defined]
     return render(request, "developers/home.html", {"agents": agents})
 
 
@@ -241,6 +242,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "agent": agent,
         "readonly": agent.owner_id != request.user.pk,
         "sees_all": sees_every_task(request.user, agent),
+        "can_call": may_call(request.user, agent),
         "card_text": card_text,
         "card_url": cards.card_url(base, agent),
         "jsonrpc_url": cards.jsonrpc_url(base, agent),

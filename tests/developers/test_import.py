@@ -164,7 +164,7 @@ def test_the_import_page_is_offered_to_a_signed_in_developer(dev_client: Client)
 
 def test_the_slug_hint_shows_the_address_it_makes(dev_client: Client) -> None:
     page = dev_client.get(reverse("developers:agent-import")).content.decode()
-    assert "<code>/agents/&lt;slug&gt;/</code>" in page
+    assert "/agents/&lt;slug&gt;/, e.g. " in page
     assert "/agents//." not in page
 
 
