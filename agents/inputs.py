@@ -6,13 +6,14 @@ back in the same inputs; bad input is an error on that field, naming what is wro
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+
+from a2ahub import nesting
 
 NUL = "\x00"  # PostgreSQL refuses it in text: said as a field error instead of failing
 MOST_ROWS = 100
@@ -376,7 +377,9 @@ class ExecutorSettingsField(forms.Field):
         if value is None or isinstance(value, dict):
             return value
         try:
-            loaded = json.loads(no_nul(str(value)) or "{}")
+            loaded = nesting.loads(no_nul(str(value)) or "{}", "The settings")
+        except nesting.TooDeep as exc:
+            raise ValidationError(str(exc)) from None
         except ValueError:
             raise ValidationError("The settings are not a valid JSON object.") from None
         if not isinstance(loaded, dict):

@@ -96,7 +96,8 @@ def test_a_0_3_message_whose_data_protobuf_cannot_nest_is_invalid_params(depth: 
     answer = Client().post("/agents/echo/jsonrpc/", envelope, content_type="application/json")
 
     error = answer.json()["error"]
-    assert error["code"] == -32602 and "too deep" in error["message"], error
+    # The hub's own depth cap (A2A_MAX_JSON_DEPTH) may answer first; either way, invalid params.
+    assert error["code"] == -32602 and "deep" in error["message"], error
 
 
 @DEPTHS
@@ -115,16 +116,17 @@ def test_the_operators_api_answers_400_naming_the_limit(operator: Any, depth: in
 
 
 @pytest.mark.parametrize("depth", [101, 900, 5000])
-@pytest.mark.parametrize("field", ["extensions", "security_schemes", "skills-0-tags"])
 @pytest.mark.parametrize("path", ["/dev/register/", "/dev/register/preview/"])
 def test_the_developer_form_refuses_json_nested_past_the_limit(
-    developer: User, depth: int, field: str, path: str
+    developer: User, depth: int, path: str
 ) -> None:
-    value = nested(depth) if field != "security_schemes" else f'{{"x": {nested(depth)}}}'
+    # The one input a script may still post as JSON: the executor's raw settings.
     browser = Client()
     browser.force_login(developer)
 
-    response = browser.post(path, agent_data() | {field: value})
+    response = browser.post(
+        path, agent_data() | {"executor_settings": f'{{"x": {nested(depth)}}}'}
+    )
 
     assert response.status_code in (200, 400)
     assert LIMIT_NAMED in response.content.decode()
