@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.models import construct_instance
 
+from agents import kinds
 from agents.cards import validate_agent_card
 from agents.inputs import (
     ExecutorSettingsField,
@@ -27,6 +28,11 @@ from agents.validators import validate_security_requirements_reference
 # Stands in for the skills of an agent that has none yet, so the agent's own fields can be
 # judged before its skills exist; the skill formset insists on a real one.
 PLACEHOLDER_SKILL = Skill(skill_id="placeholder", name="placeholder", description="-", tags=["x"])
+
+
+def true_mode_labels(field: Any) -> None:
+    """Execution modes named as this hub runs them (no Celery on an embedded hub)."""
+    field.choices = [(mode, kinds.mode_label(mode, label)) for mode, label in field.choices]
 
 
 class AgentForm(forms.ModelForm):
@@ -79,6 +85,8 @@ class AgentForm(forms.ModelForm):
         if "security_requirements" in self.fields:
             requirements = self.fields["security_requirements"]
             requirements.set_stored(agent.security_schemes, agent.security_requirements)  # type: ignore[attr-defined]
+        if "execution_mode" in self.fields:
+            true_mode_labels(self.fields["execution_mode"])
         self.stored_kind = agent.executor_kind
         stored = agent.executor_settings
         self.stored_settings = dict(stored) if isinstance(stored, dict) else {}
