@@ -12,6 +12,7 @@ from django.db import models
 from django.forms.models import construct_instance
 
 from a2ahub import nesting
+from agents import kinds
 from agents.cards import validate_agent_card
 from agents.inputs import (
     ExecutorSettingsField,
@@ -59,6 +60,11 @@ def limited_formfield(field: models.Field[Any, Any], **kwargs: Any) -> forms.Fie
     if isinstance(field, models.JSONField):
         kwargs.setdefault("form_class", LimitedJSONField)
     return field.formfield(**kwargs)
+
+
+def true_mode_labels(field: Any) -> None:
+    """Execution modes named as this hub runs them (no Celery on an embedded hub)."""
+    field.choices = [(mode, kinds.mode_label(mode, label)) for mode, label in field.choices]
 
 
 class AgentForm(forms.ModelForm):
@@ -112,6 +118,8 @@ class AgentForm(forms.ModelForm):
         if "security_requirements" in self.fields:
             requirements = self.fields["security_requirements"]
             requirements.set_stored(agent.security_schemes, agent.security_requirements)  # type: ignore[attr-defined]
+        if "execution_mode" in self.fields:
+            true_mode_labels(self.fields["execution_mode"])
         self.stored_kind = agent.executor_kind
         stored = agent.executor_settings
         self.stored_settings = dict(stored) if isinstance(stored, dict) else {}

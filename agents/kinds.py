@@ -33,6 +33,14 @@ def execution_mode(agent: RunsOnAKind) -> str:
     return kind.get("mode", "inline") if kind else "inline"
 
 
+def mode_label(mode: str, label: str) -> str:
+    """How a mode runs, true to the way this hub runs: an embedded hub has no Celery, its
+    worker jobs run on a pool inside the web process."""
+    if mode == "worker" and settings.EMBEDDED:
+        return "worker (the in-process worker pool)"
+    return label
+
+
 def executor_choices() -> list[tuple[str, str]]:
     return [(name, kind["label"]) for name, kind in settings.EXECUTOR_KINDS.items()]
 

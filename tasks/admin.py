@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -27,6 +26,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from a2ahub import when
+from agents import kinds
 from tasks import changes, lifecycle, retention, runner, stored_files
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
@@ -250,11 +250,8 @@ def status_html(task: Task) -> SafeString:
 
 
 def execution_label(mode: str, label: str) -> str:
-    """How a task runs, true to the way this hub runs: an embedded hub has no Celery, its
-    worker jobs run on a pool inside the web process."""
-    if mode == "worker" and settings.EMBEDDED:
-        return "worker (the in-process worker pool)"
-    return label
+    """How a task runs, true to the way this hub runs (see `agents.kinds.mode_label`)."""
+    return kinds.mode_label(mode, label)
 
 
 # The changelist.

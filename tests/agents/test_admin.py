@@ -149,3 +149,29 @@ def test_a_python_agent_must_name_registered_functions(operator_client: Client) 
         "python",
         {"function": "demo.reverse"},
     )
+
+
+@pytest.mark.parametrize(
+    ("embedded", "label"),
+    [(True, "worker (the in-process worker pool)"), (False, "worker (a Celery job)")],
+)
+def test_the_execution_mode_choice_names_where_worker_turns_run(
+    operator_client: Client, agent_factory: Any, settings: Any, embedded: bool, label: str
+) -> None:
+    settings.EMBEDDED = embedded
+    agent = agent_factory("modes")
+
+    html = operator_client.get(reverse("admin:agents_agent_change", args=[agent.pk])).content
+    page = html.decode()
+
+    assert f">{label}</option>" in page
+    if embedded:
+        assert "Celery" not in page
+
+
+def test_a_list_page_tab_is_named_by_the_list_not_its_pruning_note(
+    operator_client: Client,
+) -> None:
+    page = operator_client.get(reverse("admin:tasks_task_changelist")).content.decode()
+
+    assert "<title>Select task to view | " in page

@@ -124,9 +124,7 @@ def test_the_developer_form_refuses_json_nested_past_the_limit(
     browser = Client()
     browser.force_login(developer)
 
-    response = browser.post(
-        path, agent_data() | {"executor_settings": f'{{"x": {nested(depth)}}}'}
-    )
+    response = browser.post(path, agent_data() | {"executor_settings": f'{{"x": {nested(depth)}}}'})
 
     assert response.status_code in (200, 400)
     assert LIMIT_NAMED in response.content.decode()
