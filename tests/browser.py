@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -40,6 +41,24 @@ def sign_in(page: Page, base: str) -> None:
     page.fill("#id_password", "developer-pass-123")
     page.click("#login-form button[type=submit]")
     expect(page.locator("h1")).to_have_text("My agents")
+
+
+def sign_in_admin(page: Page, base: str, username: str, password: str) -> None:
+    """Sign in to the admin as an operator and land on its index."""
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    expect(page.locator("#site-name")).to_contain_text("A2A Hub")
+
+
+def screenshot(page: Page, name: str, tmp_path: Path) -> None:
+    """A whole-page screenshot, kept in A2AHUB_SCREENSHOTS when set (to look at as a user)."""
+    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
 
 
 def fill_skill(page: Page, n: int, skill_id: str, name: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from console.models import FinishedHour, FinishedMinute, RollupMark
 from tests.factories.agents import make_agent
 
 
@@ -32,3 +33,13 @@ def developer_client(developer: User) -> Client:
 @pytest.fixture
 def echo(db: None) -> Any:
     return make_agent("echo")
+
+
+@pytest.fixture
+def no_earlier_rollup(db: None) -> None:
+    """The rollup tests start from none: an embedded hub runs its periodic jobs in the
+    maintenance thread, and one that ran during an earlier test committed its mark and rows
+    outside any test's transaction."""
+    RollupMark.objects.all().delete()
+    FinishedMinute.objects.all().delete()
+    FinishedHour.objects.all().delete()

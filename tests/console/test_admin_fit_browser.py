@@ -9,7 +9,6 @@ temporary directory (`pytest -s` prints the path).
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from playwright.sync_api import Page, expect
 from agents.models import AccessChange, AccessVia, ApiKey, CredentialKind, CredentialUse
 from push.models import Delivery, DeliveryState, PushNotificationConfig, WebhookInbox
 from registry.models import Health, Registration, Source
-from tests.browser import chromium
+from tests.browser import chromium, screenshot, sign_in_admin
 from tests.factories.agents import make_agent
 from tests.factories.oauth import machine, token_for
 from tests.factories.tasks import ended, open_task
@@ -97,20 +96,8 @@ def seed_audit(agent: Any, operator: User, key: ApiKey) -> None:
     )  # fmt: skip
 
 
-def screenshot(page: Page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
-
-
 def sign_in(page: Page, base: str) -> None:
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", "op")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    expect(page.locator("#site-name")).to_contain_text("A2A Hub")
+    sign_in_admin(page, base, "op", PASSWORD)
 
 
 def overflow(page: Page, table: str) -> dict[str, Any]:

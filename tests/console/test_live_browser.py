@@ -8,7 +8,6 @@ temporary directory; the path is printed (`pytest -s` shows it).
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -23,7 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import chromium
+from tests.browser import chromium, screenshot, sign_in_admin
 from tests.helpers import ROOT, eventually
 from tests.integration.stack import Hub, hub_of_its_own
 
@@ -56,20 +55,8 @@ def make_operator(hub: Hub) -> None:
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=hub.env, check=True, timeout=60)
 
 
-def screenshot(page: Page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"console-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
-
-
 def sign_in(page: Page, base: str) -> None:
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", "op")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    expect(page.locator("#site-name")).to_have_text("A2A Hub")
+    sign_in_admin(page, base, "op", PASSWORD)
 
 
 def wait_until_live(page: Page) -> None:
@@ -121,7 +108,7 @@ def test_the_dashboard_shows_a_task_sent_a_moment_ago_and_the_live_processes(
         expect(page.locator("#console-rollup-behind")).to_have_count(0, timeout=15_000)
         expect(page.locator('tr[data-agent="echo"] td').nth(2)).not_to_have_text("0")
         assert still_the_same_page(page)
-        screenshot(page, "dashboard", tmp_path)
+        screenshot(page, "console-dashboard", tmp_path)
 
 
 def test_a_task_page_shows_each_event_a_worker_writes_within_two_seconds(
@@ -151,7 +138,7 @@ def test_a_task_page_shows_each_event_a_worker_writes_within_two_seconds(
         assert max(delays) <= SHOWN_WITHIN, delays
         assert "seconds done" in page.locator("#events-group").inner_text()
         assert still_the_same_page(page)
-        screenshot(page, "task-timeline", tmp_path)
+        screenshot(page, "console-task-timeline", tmp_path)
 
 
 TIME_TO_SECOND = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -187,7 +174,7 @@ def test_a_task_page_is_true_in_every_part_when_its_task_ends_without_a_reload(
         page.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
         wait_until_live(page)
         mark_page(page)
-        screenshot(page, "task-working", tmp_path)
+        screenshot(page, "console-task-working", tmp_path)
         expect(page.locator("#cancel-task")).to_have_count(1)
         # While it works: a progress bar from the numbers the agent reports.
         expect(page.locator("#console-task-summary progress.hub-progress")).to_have_count(1)
@@ -209,7 +196,7 @@ def test_a_task_page_is_true_in_every_part_when_its_task_ends_without_a_reload(
         fresh = operator.new_page()  # signed in as the same operator
         fresh.goto(f"{hub.web_a}/admin/tasks/task/{task_id}/change/")
         assert page_parts(fresh) == live
-        screenshot(page, "task-finished", tmp_path)
+        screenshot(page, "console-task-finished", tmp_path)
 
 
 def test_a_task_page_shows_times_to_the_second_durations_and_one_row_of_progress(
@@ -241,7 +228,7 @@ def test_a_task_page_shows_times_to_the_second_durations_and_one_row_of_progress
         assert TIME_TO_SECOND.match(
             page.locator("fieldset .field-created_at .readonly").inner_text().strip()
         )
-        screenshot(page, "task-timeline-folded", tmp_path)
+        screenshot(page, "console-task-timeline-folded", tmp_path)
 
 
 def max_shown(page: Page) -> int:
@@ -282,7 +269,7 @@ def test_the_task_list_takes_a_new_task_without_a_reload(hub: Hub, tmp_path: Pat
         link = row.locator("a").first.get_attribute("href")
         assert link == f"/admin/tasks/task/{task_id}/change/"
         assert still_the_same_page(page)
-        screenshot(page, "task-list", tmp_path)
+        screenshot(page, "console-task-list", tmp_path)
 
 
 def test_the_task_list_counts_and_marks_the_rows_it_takes(hub: Hub, tmp_path: Path) -> None:
@@ -315,7 +302,7 @@ def test_the_task_list_counts_and_marks_the_rows_it_takes(hub: Hub, tmp_path: Pa
         assert TIME_TO_SECOND.match(changed.get_attribute("title") or "")
         assert still_the_same_page(page)
         page.locator("#action-toggle").uncheck()
-        screenshot(page, "task-list-new-rows", tmp_path)
+        screenshot(page, "console-task-list-new-rows", tmp_path)
 
 
 def handshake_status(base: str, path: str, cookie: str = "") -> str:
@@ -384,7 +371,7 @@ def test_a_page_that_stops_reading_is_dropped_and_told_to_reload(hub: Hub, tmp_p
         expect(status).to_have_attribute("data-state", "reload", timeout=HUNG_SECONDS * 1000)
         expect(status).to_contain_text("fell behind")
         assert still_the_same_page(page)  # told, not reloaded behind the operator's back
-        screenshot(page, "dropped", tmp_path)
+        screenshot(page, "console-dropped", tmp_path)
 
         status.get_by_role("button", name="Reload").click()
         wait_until_live(page)

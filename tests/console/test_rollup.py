@@ -16,7 +16,7 @@ from tasks.models import Task, TaskState
 from tests.console.factories import finished_task
 from tests.factories.agents import make_agent
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_earlier_rollup")]
 
 
 def counted(model: Any, **lookups: Any) -> int:
