@@ -48,7 +48,9 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 3
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:
-    removed = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PUBLIC_BASE_URL"}
+    removed = {
+        "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PUBLIC_BASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE",
+    }  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in removed}
     env |= {"DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"}
     return env

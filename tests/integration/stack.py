@@ -187,7 +187,10 @@ class Hub:
 
 
 def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"PUBLIC_BASE_URL", "DEBUG"}}
+    # The browser tests' Playwright sets DJANGO_ALLOW_ASYNC_UNSAFE in this process; a hub never
+    # runs with it (a worker that did would hide ORM calls made from its event loops).
+    dropped = {"PUBLIC_BASE_URL", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     return env | {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
