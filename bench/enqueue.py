@@ -13,16 +13,12 @@ comparison only. The Redis database given must be the bench's own: it is flushed
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -33,30 +29,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("-n", type=int, default=5000, help="submits per way and round")
     p.add_argument("--rounds", type=int, default=3, help="rounds, the ways taking turns")
     return p.parse_args()
-
-
-def hand_built(job: Any, args: tuple[Any, ...], queue: str) -> str:
-    """The message the hub built itself before: the fields `apply_async` writes."""
-    job_id = str(uuid.uuid4())
-    embed = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
-    body = json.dumps([list(args), {}, embed]).encode()
-    headers = {
-        "lang": "py", "task": job.name, "id": job_id, "shadow": None, "eta": None,
-        "expires": None, "group": None, "group_index": None, "retries": 0,
-        "timelimit": [None, None], "root_id": job_id, "parent_id": None,
-        "argsrepr": repr(args), "kwargsrepr": "{}", "origin": "bench",
-        "ignore_result": bool(job.ignore_result), "replaced_task_nesting": 0,
-        "stamped_headers": None, "stamps": {}, "a2ahub_request_id": "req-1",
-    }  # fmt: skip
-    properties = {
-        "correlation_id": job_id, "reply_to": "", "delivery_mode": 2,
-        "delivery_info": {"exchange": "", "routing_key": queue}, "priority": 0,
-        "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
-    }  # fmt: skip
-    return json.dumps({
-        "body": base64.b64encode(body).decode(), "content-encoding": "utf-8",
-        "content-type": "application/json", "headers": headers, "properties": properties,
-    })  # fmt: skip
 
 
 def timed(n: int, submit: Callable[[int], None]) -> tuple[float, float]:
@@ -82,15 +54,16 @@ def main() -> None:
     import redis
     from django.conf import settings
 
+    from a2ahub.worker import job_message, queue_name
     from tasks.jobs import run_task
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queue = "celery"
+    queue = queue_name()
     client.flushdb()
     args = ("0b6f5c1e-0000-4000-8000-000000000000", "queued:" + "a" * 32, "a2ahub:reply:x:1")
 
     def lpush(_: int) -> None:
-        client.lpush(queue, hand_built(run_task, args, queue))
+        client.lpush(queue, job_message(run_task, args))  # the hub's own message
 
     def apply_async(_: int) -> None:
         run_task.apply_async(args=args, headers={"a2ahub_request_id": "req-1"})
