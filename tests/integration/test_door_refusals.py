@@ -183,6 +183,39 @@ def test_a_message_of_200000_parts_is_refused_naming_the_cap(web: Web) -> None:
     assert took < 5.0  # it took 13 s when every part was read into protobuf first
 
 
+def nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field", "limit"),
+    [(nested(40), "message.metadata.a", "A2A_MAX_JSON_DEPTH"),
+     ({"note": "x" * (70 * 1024)}, "message.metadata", "A2A_MAX_METADATA_BYTES")],
+    ids=["depth", "metadata"],
+)  # fmt: skip
+def test_a_message_past_a_cap_is_refused_naming_it_in_both_bindings(
+    web: Web, metadata: dict[str, Any], field: str, limit: str
+) -> None:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "x"}],
+               "metadata": metadata}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+
+    rpc = httpx.post(f"{web.base}/agents/echo/jsonrpc/", json=body, headers=V1)
+    rest = httpx.post(f"{web.base}/agents/echo/rest/message:send", json={"message": message},
+                      headers=V1)  # fmt: skip
+
+    error = rpc.json()["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith(f"Invalid params: {field}")
+    assert f"({limit})" in error["message"]
+    assert rest.status_code == 400
+    assert rest.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert f"({limit})" in rest.json()["error"]["message"]
+
+
 class HealthProbe:
     """GET /healthz one after another on a thread of its own, noting each answer's wait."""
 
