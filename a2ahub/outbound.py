@@ -51,8 +51,8 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -62,6 +62,7 @@ from urllib.parse import unquote, urlsplit
 import anyio
 import httpcore
 import httpx
+from asgiref.sync import async_to_sync
 from django.conf import settings
 
 DEFAULT_TIMEOUT = 10.0
@@ -478,76 +479,12 @@ class _Deadline:
         return remaining if timeout is None else min(timeout, remaining)
 
 
-class _Stream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._deadline.clamp(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._deadline.clamp(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
-        return _Stream(self._inner.start_tls(ssl_context, server_hostname, limit), self._deadline)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
 def _checked(target: _Target, host: str, port: int, addresses: list[str]) -> list[str]:
     """The connect-time check of a client made for `target`: the URL's own host keeps what
     `_target` found (allow-listed, or the hub where the caller may reach it); any other host
     a library reaches through the client is checked in full."""
     same = host == target.host and port == target.port
     return _connectable(host, port, addresses, same and target.trusted, same and target.hub)
-
-
-class _Backend(httpcore.NetworkBackend):
-    """Resolves and checks the host itself, then connects to a checked address, not the name."""
-
-    def __init__(self, target: _Target, deadline: _Deadline) -> None:
-        self._inner = httpcore.SyncBackend()
-        self._target = target
-        self._deadline = deadline
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        try:
-            addresses = resolve(host, port)
-        except OSError as exc:
-            raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
-        error: Exception = httpcore.ConnectError(f"cannot connect to {host}")
-        for address in _checked(self._target, host, port, addresses):
-            limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
-            try:
-                stream = self._inner.connect_tcp(
-                    address, port, limit, local_address, socket_options
-                )
-            except httpcore.ConnectError as exc:
-                error = exc  # e.g. ::1 refused but 127.0.0.1 listening: try the next one
-                continue
-            return _Stream(stream, self._deadline)
-        raise error
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
 
 
 class _AsyncStream(httpcore.AsyncNetworkStream):
@@ -580,7 +517,8 @@ class _AsyncStream(httpcore.AsyncNetworkStream):
 
 
 class _AsyncBackend(httpcore.AsyncNetworkBackend):
-    """The async twin of `_Backend`; the blocking lookup runs in a worker thread."""
+    """Resolves and checks the host itself (the blocking lookup on a worker thread), then
+    connects to a checked address, not the name."""
 
     def __init__(self, target: _Target, deadline: _Deadline) -> None:
         self._inner = httpcore.AnyIOBackend()
@@ -629,19 +567,10 @@ def ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class _Transport(httpx.HTTPTransport):
-    def __init__(self, target: _Target, deadline: _Deadline) -> None:
-        super().__init__(verify=ssl_context(), trust_env=False)
-        # The same pool httpx would build, but its sockets come from our checking backend.
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context(),
-            network_backend=_Backend(target, deadline),
-        )
-
-
 class _AsyncTransport(httpx.AsyncHTTPTransport):
     def __init__(self, target: _Target, deadline: _Deadline) -> None:
         super().__init__(verify=ssl_context(), trust_env=False)
+        # The same pool httpx would build, but its sockets come from our checking backend.
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context(),
             network_backend=_AsyncBackend(target, deadline),
@@ -668,75 +597,6 @@ def _check_length(response: httpx.Response, max_bytes: int) -> None:
         raise ResponseTooLarge(f"the response is {declared} bytes, more than {max_bytes}")
 
 
-def _append(body: bytearray, chunk: bytes, max_bytes: int) -> None:
-    body += chunk
-    if len(body) > max_bytes:
-        raise ResponseTooLarge(f"the response is longer than {max_bytes} bytes")
-
-
-def _read(response: httpx.Response, max_bytes: int) -> bytes:
-    _check_length(response, max_bytes)
-    body = bytearray()
-    chunks: Iterator[bytes] = response.iter_bytes()
-    for chunk in chunks:
-        _append(body, chunk, max_bytes)
-    return bytes(body)
-
-
-async def _async_read(response: httpx.Response, max_bytes: int) -> bytes:
-    _check_length(response, max_bytes)
-    body = bytearray()
-    chunks: AsyncIterator[bytes] = response.aiter_bytes()
-    async for chunk in chunks:
-        _append(body, chunk, max_bytes)
-    return bytes(body)
-
-
-def _send(
-    method: str,
-    url: str,
-    content: bytes | None,
-    headers: Mapping[str, str] | None,
-    timeout: float,
-    max_bytes: int,
-    hub_paths: tuple[str, ...] = (),
-) -> Response:
-    target = _target(url, hub_paths)
-    deadline = _Deadline(timeout)
-    transport = _Transport(target, deadline)
-    with httpx.Client(transport=transport, **_client_options(timeout)) as client:
-        request = client.build_request(method, url, content=content, headers=_headers(headers))
-        response = client.send(request, stream=True)
-        try:
-            body = _read(response, max_bytes)
-        finally:
-            response.close()
-    elapsed = time.monotonic() - deadline.started
-    return Response(response.status_code, response.headers, body, elapsed)
-
-
-async def _async_send(
-    method: str,
-    url: str,
-    content: bytes | None,
-    headers: Mapping[str, str] | None,
-    timeout: float,
-    max_bytes: int,
-) -> Response:
-    target = _target(url)
-    deadline = _Deadline(timeout)
-    transport = _AsyncTransport(target, deadline)
-    async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
-        request = client.build_request(method, url, content=content, headers=_headers(headers))
-        response = await client.send(request, stream=True)
-        try:
-            body = await _async_read(response, max_bytes)
-        finally:
-            await response.aclose()
-    elapsed = time.monotonic() - deadline.started
-    return Response(response.status_code, response.headers, body, elapsed)
-
-
 def post(
     url: str,
     *,
@@ -746,9 +606,9 @@ def post(
     max_bytes: int = DEFAULT_MAX_BYTES,
     hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    """POST `content` to `url` (on the hub itself only under `hub_paths`). Raises UnsafeURL,
-    ResponseTooLarge or httpx.HTTPError."""
-    return _send("POST", url, content, headers, timeout, max_bytes, hub_paths)
+    """POST `content` to `url` (on the hub itself only under `hub_paths`), from code that is
+    not on the event loop. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
+    return async_to_sync(_send)("POST", url, content, headers, timeout, max_bytes, hub_paths)
 
 
 def get(
@@ -759,9 +619,9 @@ def get(
     max_bytes: int = DEFAULT_MAX_BYTES,
     hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    """GET `url` (on the hub itself only under `hub_paths`). Raises UnsafeURL,
-    ResponseTooLarge or httpx.HTTPError."""
-    return _send("GET", url, None, headers, timeout, max_bytes, hub_paths)
+    """GET `url` (on the hub itself only under `hub_paths`), from code that is not on the
+    event loop. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
+    return async_to_sync(_send)("GET", url, None, headers, timeout, max_bytes, hub_paths)
 
 
 async def async_post(
@@ -773,7 +633,7 @@ async def async_post(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Response:
     """The async `post`, for code running on the event loop."""
-    return await _async_send("POST", url, content, headers, timeout, max_bytes)
+    return await _send("POST", url, content, headers, timeout, max_bytes)
 
 
 async def async_get(
@@ -784,7 +644,21 @@ async def async_get(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Response:
     """The async `get`, for code running on the event loop."""
-    return await _async_send("GET", url, None, headers, timeout, max_bytes)
+    return await _send("GET", url, None, headers, timeout, max_bytes)
+
+
+async def _send(
+    method: str,
+    url: str,
+    content: bytes | None,
+    headers: Mapping[str, str] | None,
+    timeout: float,
+    max_bytes: int,
+    hub_paths: tuple[str, ...] = (),
+) -> Response:
+    async with _stream(method, url, content, headers, timeout, max_bytes, hub_paths) as response:
+        body = await response.aread()
+    return Response(response.status_code, response.headers, body, response.elapsed)
 
 
 class StreamingResponse:
@@ -853,26 +727,38 @@ def _line(raw: bytes | bytearray) -> str:
     return bytes(raw).removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-@asynccontextmanager
-async def async_stream_post(
+def async_stream_post(
     url: str,
     *,
     content: bytes,
     headers: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
-) -> AsyncIterator[StreamingResponse]:
+) -> AbstractAsyncContextManager[StreamingResponse]:
     """POST `content` to `url` and give the answer as it arrives, for `async with`.
 
     Entering raises UnsafeURL or httpx.HTTPError (nothing of the body is read yet); reading
     raises ResponseTooLarge or httpx.HTTPError. `timeout` is one deadline for everything from
     the connect to the last read; leaving the block closes the connection.
     """
-    target = _target(url)
+    return _stream("POST", url, content, headers, timeout, max_bytes)
+
+
+@asynccontextmanager
+async def _stream(
+    method: str,
+    url: str,
+    content: bytes | None,
+    headers: Mapping[str, str] | None,
+    timeout: float,
+    max_bytes: int,
+    hub_paths: tuple[str, ...] = (),
+) -> AsyncIterator[StreamingResponse]:
+    target = _target(url, hub_paths)
     deadline = _Deadline(timeout)
     transport = _AsyncTransport(target, deadline)
     async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
-        request = client.build_request("POST", url, content=content, headers=_headers(headers))
+        request = client.build_request(method, url, content=content, headers=_headers(headers))
         response = await client.send(request, stream=True)
         try:
             yield StreamingResponse(response, deadline, max_bytes)

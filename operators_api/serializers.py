@@ -16,7 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.cards import validate_agent_card
-from agents.forms import validate_executor_settings
+from agents.forms import AgentForm, validate_executor_settings
 from agents.models import KEY_BOUND_SCOPES, Agent, ApiKey, KeyScope, Skill
 from agents.validators import validate_security_requirements_reference
 from push.models import Delivery, DeliveryAttempt
@@ -24,15 +24,7 @@ from registry.models import Registration
 from tasks.models import Task
 
 # The agent's fields an operator may write: the admin form's, and who may call it.
-AGENT_FIELDS = [
-    "slug", "name", "description", "version", "enabled", "public", "owner",
-    "provider_organization", "provider_url", "icon_url", "documentation_url",
-    "streaming", "push_notifications", "extended_card", "sign_card",
-    "extensions", "default_input_modes", "default_output_modes", "security_schemes",
-    "security_requirements", "executor_kind", "executor_settings", "execution_mode",
-    "max_concurrent_tasks", "requests_per_minute", "max_message_bytes",
-    "task_timeout_seconds", "access", "oauth2",
-]  # fmt: skip
+AGENT_FIELDS = [*AgentForm.Meta.fields, "access", "oauth2"]
 SKILL_FIELDS = [
     "skill_id", "name", "description", "tags", "examples", "input_modes", "output_modes",
     "security_requirements", "extended_only", "position",

@@ -28,6 +28,7 @@ from push.models import (
     WebhookInbox,
 )
 from push.retention import deliveries_pending_text
+from tasks.admin import ReadOnlyInline
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 
 CONFIG_FIELDS = (
@@ -197,15 +198,10 @@ class PushNotificationConfigAdmin(BigListAdmin):
         self.message_user(request, f"{count} config(s) enabled.", messages.SUCCESS)
 
 
-class AttemptInline(admin.TabularInline):
+class AttemptInline(ReadOnlyInline):
     model = DeliveryAttempt
-    extra = 0
-    can_delete = False
     readonly_fields = ATTEMPT_FIELDS
     fields = ATTEMPT_FIELDS
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Delivery)
