@@ -89,11 +89,8 @@ class Request:
 
     def host(self) -> str:
         host = self.headers.get("Host") or ("{}:{}".format(*self.server) if self.server else "")
-        allowed = settings.ALLOWED_HOSTS or (
-            [".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
-        )
         domain, _ = split_domain_port(host)
-        if not domain or not validate_host(domain, allowed):
+        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
             raise DisallowedHost(f"Invalid HTTP_HOST header: {host!r}.")
         return str(host)
 
