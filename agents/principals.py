@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 from importlib import import_module
+from types import SimpleNamespace
 from typing import Any, cast
 
 from asgiref.sync import sync_to_async
@@ -169,7 +170,7 @@ def session_principal(request: Request) -> Principal | None:
     if not key:
         return None
     store = import_module(settings.SESSION_ENGINE).SessionStore(key)
-    user = get_user(cast(HttpRequest, _SessionCarrier(store)))
+    user = get_user(cast(HttpRequest, SimpleNamespace(session=store)))  # all get_user reads
     if not user.is_authenticated:
         return None
     return session_of(user)
@@ -179,13 +180,6 @@ def session_of(user: Any) -> Principal:
     """A signed-in user as their session's principal: what the doors make of the developer
     pages' cookie, and what the pages themselves call as."""
     return Principal(f"user:{user.pk}", user.get_username(), user_id=user.pk, credential=SESSION)
-
-
-class _SessionCarrier:
-    """What `django.contrib.auth.get_user` reads of a request: its session."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
 
 
 def has_session_cookie(request: Request) -> bool:
