@@ -44,11 +44,13 @@ class Headers(Mapping[str, str]):
         return len(self.by_name)
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, on every request.
+@dataclass
 class Request:
     method: str
     path: str
     headers: Headers
+    content_type: str  # the media type, without parameters (`charset`)
     body: bytes = b""
     query_string: bytes = b""
     scheme: str = "http"
@@ -56,14 +58,11 @@ class Request:
 
     @classmethod
     def of(cls, scope: dict[str, Any], body: bytes = b"") -> Request:
-        return cls(scope["method"], scope["path"], Headers(scope.get("headers", [])), body,
+        headers = Headers(scope.get("headers", []))
+        media = str(headers.get("Content-Type", "")).split(";")[0].strip()
+        return cls(scope["method"], scope["path"], headers, media, body,
                    scope.get("query_string", b""), scope.get("scheme", "http"),
                    scope.get("server"))  # fmt: skip
-
-    @cached_property
-    def content_type(self) -> str:
-        """The media type, without parameters (`charset`)."""
-        return str(self.headers.get("Content-Type", "")).split(";")[0].strip()
 
     @cached_property
     def query(self) -> _ImmutableQueryDict:
