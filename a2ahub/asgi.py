@@ -1,9 +1,9 @@
 """ASGI entry point: Channels' protocol router, HTTP and WebSocket.
 
 HTTP is Django (static files included, so one process is a whole hub), except the A2A
-endpoints (JSON-RPC and HTTP+JSON, per agent and shared), which skip Django's handler and
-the site's middleware (see `protocol/rpc_asgi.py`): they use no sessions, cookies, CSRF or
-messages, and under ASGI each of those costs thread hops on the hottest path. WebSocket
+doors (JSON-RPC and HTTP+JSON, per agent and shared: `protocol.routes`), which skip Django's
+handler and the site's middleware (`protocol.asgi`): they use no sessions, CSRF or messages,
+and under ASGI each of those costs thread hops on the hottest path. WebSocket
 routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the session's
 user, the allowed hosts and the hub's own origin (scheme, host and port:
 `a2ahub.socket_origin`). A process serving this application says it is
@@ -32,7 +32,8 @@ from a2ahub import body_limit, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
 from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
-from protocol import rpc_asgi  # noqa: E402
+from protocol import asgi as doors  # noqa: E402
+from protocol.routes import route_at  # noqa: E402
 from registry import body_limit as registry_body_limit  # noqa: E402
 
 processes.start("web")
@@ -42,13 +43,13 @@ site_application = body_limit.guarded(
 )
 # The body limits of the A2A doors and of the registry, answered in their own shapes (the
 # web server asks for them before it reads a body).
-body_limit.FINDERS += [rpc_asgi.body_limit_at, registry_body_limit.body_limit_at]
+body_limit.FINDERS += [doors.body_limit_at, registry_body_limit.body_limit_at]
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    door = rpc_asgi.endpoint_for(scope.get("path", ""))
-    if door is not None:
-        await rpc_asgi.serve(scope, receive, send, door)
+    route = route_at(scope.get("path", ""))
+    if route is not None:
+        await doors.serve(scope, receive, send, route)
     else:
         await site_application(scope, receive, send)
 

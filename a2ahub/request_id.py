@@ -108,7 +108,7 @@ Handler = Callable[["HttpRequest"], Any]
 
 class RequestIdMiddleware:
     """The id for requests Django serves (pages, probes, the admin); the A2A doors served by
-    `protocol.rpc_asgi` set theirs there. First in MIDDLEWARE, so that the lines of every
+    `protocol.asgi` set theirs there. First in MIDDLEWARE, so that the lines of every
     middleware after it carry the id.
 
     The id is not reset on the way out: Django logs a 4xx or 5xx answer after the middleware

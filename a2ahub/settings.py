@@ -177,7 +177,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: every later middleware's log lines carry the request's id (the A2A doors,
-    # served without middleware, set theirs in protocol/rpc_asgi.py).
+    # served without middleware, set theirs in protocol/asgi.py).
     "a2ahub.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

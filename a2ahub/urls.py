@@ -1,5 +1,6 @@
 """The hub's URL map: home and developer pages, admin, hub-wide well-known documents, the
-operator's probes (health, readiness, metrics), agents and the registry."""
+operator's probes (health, readiness, metrics), agents' cards and the registry. The A2A doors
+are not here: they have their own route table, in front of Django (`protocol.routes`)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ urlpatterns = [
     path("metrics", hub_views.prometheus, name="metrics"),
     path("", include("agents.oauth_views")),
     path("agents/", include("agents.urls")),
-    path("agents/", include("protocol.urls")),
-    path("a2a/", include("protocol.shared_urls")),
     path("push/", include("push.urls")),
     path("registry/", include("registry.urls")),
     path("api/", include("operators_api.urls")),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 from importlib import import_module
+from types import SimpleNamespace
 from typing import Any, cast
 
 from asgiref.sync import sync_to_async
@@ -35,6 +36,7 @@ from django.utils import timezone
 
 from a2ahub import asyncdb
 from a2ahub.errors import AccessDenied, AuthenticationRequired
+from a2ahub.request import Request
 from agents import credential_rows
 from agents import scopes as scope_rules
 from agents.credential_rows import KeyRow, TokenRow, is_api_key
@@ -85,7 +87,7 @@ class Principal:
 ANONYMOUS = Principal("anonymous", "anonymous")
 
 
-def presented_credentials(request: HttpRequest, agent: Agent) -> list[str]:
+def presented_credentials(request: Request, agent: Agent) -> list[str]:
     """Every credential the request carries in a place the agent's card names."""
     found: list[str] = []
     schemes = agent.security_schemes or {}
@@ -96,20 +98,20 @@ def presented_credentials(request: HttpRequest, agent: Agent) -> list[str]:
     return [c.strip() for c in found if c and c.strip()]
 
 
-def bearer_token(request: HttpRequest) -> list[str]:
+def bearer_token(request: Request) -> list[str]:
     method, _, token = request.headers.get("Authorization", "").partition(" ")
     return [token.strip()] if method.lower() == "bearer" and token.strip() else []
 
 
-def credential_for_scheme(request: HttpRequest, scheme: dict[str, Any]) -> list[str]:
+def credential_for_scheme(request: Request, scheme: dict[str, Any]) -> list[str]:
     kind = scheme.get("type")
     if kind == "apiKey":
         name = str(scheme.get("name", DEFAULT_KEY_HEADER))
         place = scheme.get("in", "header")
         value = {
             "header": request.headers.get(name),
-            "query": request.GET.get(name),
-            "cookie": request.COOKIES.get(name),
+            "query": request.query.get(name),
+            "cookie": request.cookies.get(name),
         }.get(place)
         return [value] if value else []
     if kind in ("http", "oauth2", "openIdConnect"):
@@ -136,7 +138,7 @@ def key_principal(key: KeyRow) -> Principal:
     return Principal(key.principal, key.name, user_id=key.owner_id, credential=credential)
 
 
-def token_principal(row: TokenRow, agent: Agent, request: HttpRequest) -> Principal:
+def token_principal(row: TokenRow, agent: Agent, request: Request) -> Principal:
     if row["expires"] <= timezone.now():
         detail = 'error="invalid_token", error_description="The access token expired"'
         raise AuthenticationRequired(
@@ -162,13 +164,13 @@ def token_principal(row: TokenRow, agent: Agent, request: HttpRequest) -> Princi
     )
 
 
-def session_principal(request: HttpRequest) -> Principal | None:
+def session_principal(request: Request) -> Principal | None:
     """The signed-in user of the developer pages, when the request carries their session."""
-    key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    key = request.cookies.get(settings.SESSION_COOKIE_NAME)
     if not key:
         return None
     store = import_module(settings.SESSION_ENGINE).SessionStore(key)
-    user = get_user(cast(HttpRequest, _SessionCarrier(store)))
+    user = get_user(cast(HttpRequest, SimpleNamespace(session=store)))  # all get_user reads
     if not user.is_authenticated:
         return None
     return session_of(user)
@@ -180,25 +182,18 @@ def session_of(user: Any) -> Principal:
     return Principal(f"user:{user.pk}", user.get_username(), user_id=user.pk, credential=SESSION)
 
 
-class _SessionCarrier:
-    """What `django.contrib.auth.get_user` reads of a request: its session."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-
-def has_session_cookie(request: HttpRequest) -> bool:
+def has_session_cookie(request: Request) -> bool:
     return settings.SESSION_COOKIE_NAME in request.headers.get("Cookie", "")
 
 
-def credentials_to_check(request: HttpRequest, agent: Agent) -> list[str]:
+def credentials_to_check(request: Request, agent: Agent) -> list[str]:
     """The presented credentials, in the order they count: first those in the places the
     agent's card names, then bearer tokens (every agent takes the hub's OAuth2 tokens)."""
     return list(dict.fromkeys(presented_credentials(request, agent) + bearer_token(request)))
 
 
 def resolve(
-    request: HttpRequest, agent: Agent, presented: list[str], found: dict[str, Any]
+    request: Request, agent: Agent, presented: list[str], found: dict[str, Any]
 ) -> Principal | None:
     """The principal of the first valid credential, None when none was presented, or
     AuthenticationRequired (401) when none of those presented is valid."""
@@ -216,14 +211,14 @@ def resolve(
     return None
 
 
-def readable(request: HttpRequest, agent: Agent, presented: list[str]) -> list[str]:
+def readable(request: Request, agent: Agent, presented: list[str]) -> list[str]:
     """Those of the presented credentials that may be valid here, worth a read: an API key
     counts only in a place the agent's card names."""
     named = presented_credentials(request, agent)
     return [raw for raw in presented if not is_api_key(raw) or raw in named]
 
 
-def identify(request: HttpRequest, agent: Agent) -> Principal:
+def identify(request: Request, agent: Agent) -> Principal:
     """The principal behind the request's credentials, or AuthenticationRequired (401)
     when a credential is presented and is not valid."""
     presented = credentials_to_check(request, agent)
@@ -237,7 +232,7 @@ def identify(request: HttpRequest, agent: Agent) -> Principal:
     return ANONYMOUS
 
 
-async def identify_async(request: HttpRequest, agent: Agent) -> Principal:
+async def identify_async(request: Request, agent: Agent) -> Principal:
     """`identify` from the event loop: credentials are read on its own connections (a
     session, or a database other than PostgreSQL, takes `identify`'s thread)."""
     presented = credentials_to_check(request, agent)
@@ -252,17 +247,10 @@ async def identify_async(request: HttpRequest, agent: Agent) -> Principal:
     return principal
 
 
-def authenticate(request: HttpRequest, agent: Agent) -> Principal:
+async def authenticate_async(request: Request, agent: Agent) -> Principal:
     """The caller's principal, once the agent's access rule lets it in: AuthenticationRequired
     (HTTP 401) without a valid credential it needs, AccessDenied (HTTP 403) when the
     credential is valid but the principal or the token's scopes may not call it."""
-    principal = identify(request, agent)
-    check_access(agent, principal, request)
-    return principal
-
-
-async def authenticate_async(request: HttpRequest, agent: Agent) -> Principal:
-    """`authenticate` for the A2A doors."""
     principal = await identify_async(request, agent)
     if agent.access == Access.LISTED and not principal.is_anonymous:
         await sync_to_async(check_access)(agent, principal, request)  # the list is one read
@@ -275,7 +263,7 @@ def needs_credentials(agent: Agent) -> bool:
     return bool(agent.oauth2 or agent.access != Access.ANYONE or agent.security_requirements)
 
 
-def check_access(agent: Agent, principal: Principal, request: HttpRequest | None = None) -> None:
+def check_access(agent: Agent, principal: Principal, request: Request | None = None) -> None:
     if principal.is_anonymous:
         if needs_credentials(agent):
             raise AuthenticationRequired("This agent needs credentials.", challenge(agent, request))
@@ -346,14 +334,12 @@ def is_listed(agent: Agent, principal: Principal) -> bool:
     return Agent.objects.filter(pk=agent.pk).filter(reach).exists()
 
 
-def resource_metadata_url(agent: Agent, request: HttpRequest | None) -> str:
-    base = settings.PUBLIC_BASE_URL
-    if not base and request is not None:
-        base = request.build_absolute_uri("/").rstrip("/")
+def resource_metadata_url(agent: Agent, request: Request | None) -> str:
+    base = request.base_url() if request is not None else settings.PUBLIC_BASE_URL
     return f"{base}/.well-known/oauth-protected-resource/agents/{agent.slug}"
 
 
-def bearer_challenge(agent: Agent, request: HttpRequest | None, detail: str = "") -> str:
+def bearer_challenge(agent: Agent, request: Request | None, detail: str = "") -> str:
     """RFC 6750's challenge; for an agent that takes the hub's tokens, naming its RFC 9728
     metadata (where clients find the authorization server)."""
     parts = ['Bearer realm="a2a-hub"']
@@ -364,7 +350,7 @@ def bearer_challenge(agent: Agent, request: HttpRequest | None, detail: str = ""
     return ", ".join(parts)
 
 
-def challenge(agent: Agent, request: HttpRequest | None = None, detail: str = "") -> str:
+def challenge(agent: Agent, request: Request | None = None, detail: str = "") -> str:
     """A WWW-Authenticate value naming how this agent wants to be called."""
     if agent.oauth2:
         return bearer_challenge(agent, request, detail)

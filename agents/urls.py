@@ -1,4 +1,4 @@
-"""The cards of one hosted agent, under /agents/<slug>/ (its A2A endpoints: `protocol.urls`)."""
+"""The cards of one hosted agent, under /agents/<slug>/ (its A2A endpoints: `protocol.routes`)."""
 
 from __future__ import annotations
 

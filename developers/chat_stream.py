@@ -45,7 +45,7 @@ async def page_call(
     for the signed-in user: no credentials are asked for, the user is the principal."""
     if door.has_limits(agent):
         await sync_to_async(door.check_limits)(agent, principal, len(request.body), sending)
-    extensions = door.check_extensions(request, agent, sending)
+    extensions = door.check_extensions(request.headers, agent, sending)
     return Call(agent, principal, V1, partial(public_base_url, request), extensions,
                 binding=Binding.PAGE)  # fmt: skip
 

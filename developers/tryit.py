@@ -60,7 +60,7 @@ async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[s
         return {"ok": False, "error": {"message": exc.message}}
     try:
         strings.check_params(params)  # a NUL typed in the box, as at the endpoint
-        extensions = check_extensions(request, agent, sending=True)
+        extensions = check_extensions(request.headers, agent, sending=True)
         call = Call(agent, principal, V1, partial(public_base_url, request), extensions,
                     binding=Binding.PAGE)  # fmt: skip
         result = await resolve(method.handler)(call, parse_params(method, params, V1))

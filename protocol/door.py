@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
@@ -30,6 +30,7 @@ from a2ahub.errors import (
     VersionNotSupportedError,
     invalid_params,
 )
+from a2ahub.request import Request
 from agents import audit
 from agents.lookup import cached_agent, find_agent, why_absent
 from agents.models import Agent
@@ -73,8 +74,12 @@ async def absence(slug: str) -> UnsupportedOperationError | None:
     return UnsupportedOperationError(reason, data={"reason": "AGENT_UNAVAILABLE", "agent": slug})
 
 
-def raw_version(request: HttpRequest) -> str:
-    return (request.headers.get("A2A-Version") or request.GET.get("A2A-Version") or "").strip()
+def raw_version(request: Request) -> str:
+    return (request.headers.get("A2A-Version") or request.query.get("A2A-Version") or "").strip()
+
+
+def major_minor(raw: str) -> str:
+    return ".".join(raw.split(".")[:2])
 
 
 def parse_version(raw: str, default: str = V03) -> str:
@@ -82,7 +87,7 @@ def parse_version(raw: str, default: str = V03) -> str:
     clients that send none)."""
     if not raw:
         return default
-    version = ".".join(raw.split(".")[:2])
+    version = major_minor(raw)
     if version not in SUPPORTED_VERSIONS:
         raise VersionNotSupportedError(
             f"A2A version {raw!r} is not served here; use one of {', '.join(SUPPORTED_VERSIONS)}."
@@ -90,27 +95,11 @@ def parse_version(raw: str, default: str = V03) -> str:
     return version
 
 
-def too_large() -> Rejection:
-    limit = settings.A2A_MAX_REQUEST_BYTES
-    return Rejection(413, InvalidRequestError(f"The request body is over {limit} bytes."))
-
-
-def read_body(request: HttpRequest, media_hint: str) -> bytes:
-    """The body, once its declared size and media type pass (before anything is parsed)."""
-    declared = request.headers.get("Content-Length", "")
-    limit = settings.A2A_MAX_REQUEST_BYTES
-    if numerals.is_over(declared, limit):
-        raise too_large()
-    media = (request.content_type or "").lower()
+def check_media(request: Request, media_hint: str) -> None:
+    """A body must be JSON (its size was checked as it arrived: `protocol.asgi`)."""
+    media = request.content_type.lower()
     if media != "application/json" and not media.endswith("+json"):
         raise Rejection(415, ContentTypeNotSupportedError(media_hint))
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise too_large() from None
-    if len(body) > limit:
-        raise too_large()
-    return body
 
 
 def decode_json(body: bytes) -> Any:
@@ -125,7 +114,7 @@ def decode_json(body: bytes) -> Any:
         raise JSONParseError("The body is not valid JSON.") from None
 
 
-async def authenticate_caller(request: HttpRequest, agent: Agent) -> Principal:
+async def authenticate_caller(request: Request, agent: Agent) -> Principal:
     # An open agent asked without credentials needs no database, so no thread hop either.
     open_agent = not agent.security_schemes and not needs_credentials(agent)
     if (
@@ -172,8 +161,8 @@ def check_limits(agent: Agent, principal: Principal, size: int, sending: bool) -
         limits.check_concurrency(agent)
 
 
-def check_extensions(request: HttpRequest, agent: Agent, sending: bool) -> frozenset[str]:
-    raw = request.headers.get("A2A-Extensions") or request.headers.get("X-A2A-Extensions") or ""
+def check_extensions(headers: Mapping[str, str], agent: Agent, sending: bool) -> frozenset[str]:
+    raw = headers.get("A2A-Extensions") or headers.get("X-A2A-Extensions") or ""
     declared = frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
     if sending:
         for ext in agent.declared_extensions():
@@ -185,7 +174,7 @@ def check_extensions(request: HttpRequest, agent: Agent, sending: bool) -> froze
     return declared
 
 
-def check_hops(request: HttpRequest) -> int:
+def check_hops(request: Request) -> int:
     """How many hubs the request has passed through (`A2A-Hub-Hops`, 0 without it); past
     A2A_MAX_HOPS it is refused: an agent reaching itself through other hubs ends here. A
     header read, no database."""
@@ -206,7 +195,7 @@ def check_hops(request: HttpRequest) -> int:
     return count
 
 
-def last_event_id(request: HttpRequest) -> int | None:
+def last_event_id(request: Request) -> int | None:
     """The event a re-attaching stream client saw last: one of our event ids (a sequence
     number, 0 to the largest bigint), or the request is refused as invalid params."""
     raw = request.headers.get("Last-Event-ID", "").strip()

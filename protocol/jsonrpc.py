@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from django.http.response import HttpResponseBase
-from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseError
 
 from a2ahub import metrics, request_id
@@ -34,8 +32,9 @@ from a2ahub.errors import (
     internal_error,
     invalid_params,
 )
+from a2ahub.request import Request
 from agents.models import Agent
-from agents.views import json_not_found, public_base_url, requested_version
+from agents.views import json_not_found
 from protocol import big_bodies, door, limits, request_caps, strings, v01
 from protocol.calls import Call
 from protocol.method_table import V01_METHODS, V03_METHODS, V1_METHODS, Method, resolve
@@ -65,12 +64,12 @@ def rpc_response(request_id: Any, version: str, result: Any = None,
         return rpc_response(request_id, version, error=internal_error(exc), status=status)
 
 
-def answer_version(requested: str) -> str:
+def error_version(request: Request) -> str:
     """The version an error's shape follows before (or when) the version itself is checked:
     0.3 without the header or with 0.3; else 1.0. The header is a 1.0-era parameter (0.3
     clients send none, or 0.3), so a client naming another version reads 1.0's ErrorInfo, and
     a 0.3 client would take it too (its `data` is free-form)."""
-    return V03 if requested in ("", V03) else V1
+    return V03 if door.major_minor(door.raw_version(request)) in ("", V03) else V1
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -165,13 +164,14 @@ class Exchange:
         return rpc_response(self.request_id, self.version, error=error)
 
 
-async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
+async def handle(request: Request, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
     """One JSON-RPC request to `agent`, or, on the shared endpoint (`agent` None), to the
     agent its 1.0 `params.tenant` names."""
     # Errors met before the version is checked (and that check's own) go out in the shape of
     # the version the header names.
-    ex.version = answer_version(requested_version(request))
-    body = door.read_body(request, "Send JSON-RPC as application/json.")
+    ex.version = error_version(request)
+    door.check_media(request, "Send JSON-RPC as application/json.")
+    body = request.body
     if agent is not None:
         ex.agent = agent.slug
         principal = await door.authenticate_caller(request, agent)
@@ -192,8 +192,8 @@ async def handle(request: HttpRequest, agent: Agent | None, ex: Exchange) -> Htt
     if door.has_limits(agent):
         await sync_to_async(door.check_limits)(agent, principal, len(body), sending)
     ex.stream_errors = method.streaming and ex.version != V1
-    extensions = door.check_extensions(request, agent, sending)
-    call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
+    extensions = door.check_extensions(request.headers, agent, sending)
+    call = Call(agent, principal, ex.version, request.base_url, extensions,
                 door.last_event_id(request), hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
     if method.streaming and not agent.streaming:
@@ -253,7 +253,7 @@ def not_post() -> JsonResponse:
 
 
 async def answer(
-    request: HttpRequest, agent: Agent | None, absent: A2AError | None = None
+    request: Request, agent: Agent | None, absent: A2AError | None = None
 ) -> HttpResponseBase:
     ex = Exchange(absent=absent)
     request_id.describe(ex, "jsonrpc")
@@ -264,7 +264,7 @@ async def answer(
     return response
 
 
-async def respond(request: HttpRequest, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
+async def respond(request: Request, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
     try:
         return await handle(request, agent, ex)
     except AuthenticationRequired as exc:
@@ -295,8 +295,7 @@ def error_code(error: A2AError) -> str:
     return str(JSON_RPC_ERROR_CODE_MAP.get(type(error), -32603))
 
 
-@csrf_exempt
-async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
+async def endpoint(request: Request, slug: str) -> HttpResponseBase:
     if request.method != "POST":
         return not_post()
     agent = await door.agent_named(slug)
@@ -308,8 +307,7 @@ async def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     return await answer(request, agent)
 
 
-@csrf_exempt
-async def shared_endpoint(request: HttpRequest) -> HttpResponseBase:
+async def shared_endpoint(request: Request) -> HttpResponseBase:
     """`/a2a/jsonrpc/`: every hosted agent behind one URL, chosen by `params.tenant`."""
     if request.method != "POST":
         return not_post()

@@ -22,9 +22,8 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils import proto_utils
 from a2a.utils.error_handlers import build_rest_error_payload
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from django.http.response import HttpResponseBase
-from django.views.decorators.csrf import csrf_exempt
 from google.protobuf.json_format import ParseError
 
 from a2ahub import jsonbytes, metrics, numerals, request_id
@@ -39,8 +38,8 @@ from a2ahub.errors import (
     internal_error,
     invalid_params,
 )
+from a2ahub.request import Request
 from agents.models import Agent
-from agents.views import public_base_url
 from protocol import big_bodies, door, limits, request_caps, rest_v03, strings
 from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
@@ -59,7 +58,7 @@ INT32_MAX = 2**31 - 1
 class Found:
     """A matched request: its path's parts and its body's JSON (empty when it has none)."""
 
-    request: HttpRequest
+    request: Request
     path: dict[str, str]
     body: dict[str, Any]
 
@@ -89,7 +88,7 @@ class Route:
 
 def query(found: Found, message: Any) -> Any:
     try:
-        proto_utils.parse_params(cast(Any, found.request.GET), message)
+        proto_utils.parse_params(cast(Any, found.request.query), message)
     except ParseError as exc:
         raise invalid_params(door.failed_field(str(exc)), str(exc)) from None
     return message
@@ -171,7 +170,7 @@ def v03_get_task(found: Found) -> pb.GetTaskRequest:
     request = pb.GetTaskRequest(id=found.task)
     # 0.3's HTTP mapping is gRPC transcoding, whose query takes a field's proto name as well
     # as its JSON name; 0.3 clients send either.
-    asked = found.request.GET
+    asked = found.request.query
     raw = asked.get("historyLength", "") or asked.get("history_length", "")
     if raw:
         length = numerals.whole_number(raw, INT32_MAX)
@@ -242,7 +241,7 @@ def match(verb: str, tail: str) -> tuple[Route, Operation, dict[str, str]]:
     raise NoRoute(404, f"No A2A operation at {tail!r}.")
 
 
-def version_of(request: HttpRequest, route_version: str) -> str:
+def version_of(request: Request, route_version: str) -> str:
     version = door.parse_version(door.raw_version(request), default=route_version)
     if version != route_version:
         where = "the /v1/ paths" if version == V03 else "the paths without /v1/"
@@ -300,7 +299,7 @@ def json_object(raw: bytes) -> dict[str, Any]:
 def check_strings(found: Found, raw: bytes) -> None:
     if strings.may_hold_uncarriable(raw):
         strings.check_params(found.body)
-    texts = {**found.path, **found.request.GET.dict()}
+    texts = {**found.path, **found.request.query.dict()}
     if any("\x00" in text or not strings.is_unicode(text) for text in texts.values()):
         strings.check_params(texts)
 
@@ -314,7 +313,7 @@ class Exchange:
 
 
 async def handle(
-    request: HttpRequest, agent: Agent | None, tail: str, ex: Exchange, tenant: str = ""
+    request: Request, agent: Agent | None, tail: str, ex: Exchange, tenant: str = ""
 ) -> HttpResponseBase:
     if agent is None:
         agent = await door.agent_named(tenant)
@@ -323,23 +322,21 @@ async def handle(
                 "tenant", f"no agent named {tenant!r} is served here"
             )
     ex.agent = agent.slug
-    found_route, operation, path = match(request.method or "GET", tail)
+    found_route, operation, path = match(request.method, tail)
     ex.method = operation.method
     ex.version = found_route.version
     ex.version = version_of(request, found_route.version)
-    raw = (
-        door.read_body(request, f"Send {MEDIA_TYPE} or application/json.")
-        if (operation.has_body)
-        else b""
-    )
+    if operation.has_body:
+        door.check_media(request, f"Send {MEDIA_TYPE} or application/json.")
+    raw = request.body if operation.has_body else b""
     principal = await door.authenticate_caller(request, agent)
     content = await big_bodies.off_loop(len(raw), json_object, raw)
     await big_bodies.off_loop(len(raw), request_caps.check, raw, content)
     sending = operation.method in SENDING
     if door.has_limits(agent):
         await sync_to_async(door.check_limits)(agent, principal, len(raw), sending)
-    extensions = door.check_extensions(request, agent, sending)
-    call = Call(agent, principal, ex.version, partial(public_base_url, request), extensions,
+    extensions = door.check_extensions(request.headers, agent, sending)
+    call = Call(agent, principal, ex.version, request.base_url, extensions,
                 door.last_event_id(request), binding=Binding.HTTP_JSON,
                 hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
@@ -366,7 +363,7 @@ def answer_of(operation: Operation, result: Any) -> JsonResponse:
 
 
 async def answer(
-    request: HttpRequest, agent: Agent | None, tail: str, tenant: str = ""
+    request: Request, agent: Agent | None, tail: str, tenant: str = ""
 ) -> HttpResponseBase:
     ex = Exchange(V03 if tail.lstrip("/").startswith("v1/") else V1)
     request_id.describe(ex, "rest")
@@ -378,7 +375,7 @@ async def answer(
 
 
 async def respond(
-    request: HttpRequest, agent: Agent | None, tail: str, ex: Exchange, tenant: str
+    request: Request, agent: Agent | None, tail: str, ex: Exchange, tenant: str
 ) -> HttpResponseBase:
     try:
         return await handle(request, agent, tail, ex, tenant)
@@ -407,8 +404,7 @@ async def respond(
         return rest_error(internal_error(exc), ex.version)
 
 
-@csrf_exempt
-async def endpoint(request: HttpRequest, slug: str, tail: str = "") -> HttpResponseBase:
+async def endpoint(request: Request, slug: str, tail: str = "") -> HttpResponseBase:
     agent = await door.agent_named(slug)
     if agent is None:
         absent = await door.absence(slug)
@@ -419,7 +415,6 @@ async def endpoint(request: HttpRequest, slug: str, tail: str = "") -> HttpRespo
     return await answer(request, agent, tail)
 
 
-@csrf_exempt
-async def shared_endpoint(request: HttpRequest, tenant: str, tail: str = "") -> HttpResponseBase:
+async def shared_endpoint(request: Request, tenant: str = "", tail: str = "") -> HttpResponseBase:
     """`/a2a/rest/{tenant}/...`: every hosted agent behind one base, chosen by the path."""
     return await answer(request, None, tail, tenant)

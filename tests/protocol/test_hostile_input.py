@@ -427,7 +427,7 @@ async def test_the_app_answers_a_lone_surrogate_id_with_a_json_rpc_envelope(
 async def test_the_app_answers_with_a_json_rpc_envelope_when_the_view_itself_fails(
     version: str,
 ) -> None:
-    with mock.patch("protocol.rpc_asgi.RpcRequest", side_effect=RuntimeError("a bug")):
+    with mock.patch("protocol.door.agent_named", side_effect=RuntimeError("a bug")):
         status, answer = await through_the_app("echo", b"{}", version)
 
     assert (status, answer["jsonrpc"], answer["id"]) == (200, "2.0", None)
