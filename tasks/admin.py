@@ -1,5 +1,5 @@
 """The operator's console for tasks: filters (stuck ones too), a read-only timeline of events,
-messages and artifacts, file downloads, cancel, which goes through `tasks.lifecycle`, and what
+messages and artifacts, file downloads, cancel, which goes through `tasks.writer`, and what
 retention will prune. The list stays fast with millions of tasks: it counts no further than
 10,000, and every filter and search it offers has an index (`Task.Meta.indexes`)."""
 
@@ -327,7 +327,7 @@ class TaskAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     readonly_fields = ["status_text", "execution"]
 
-    # State changes only through the lifecycle: the admin shows tasks and cancels them.
+    # State changes only through the writer: the admin shows tasks and cancels them.
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

@@ -145,24 +145,6 @@ def insert_sql(model: type[Model], count: int) -> str:
     return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES {rows}"
 
 
-@lru_cache(maxsize=256)
-def insert_all_sql(shape: tuple[tuple[type[Model], int], ...]) -> str:
-    """One statement inserting groups of rows of these models and sizes, in order."""
-    *first, last = [insert_sql(model, count) for model, count in shape]
-    if not first:
-        return last
-    return "WITH " + ", ".join(f"w{i} AS ({part})" for i, part in enumerate(first)) + " " + last
-
-
-def insert_all_statement(groups: Sequence[Sequence[Model]]) -> tuple[str, list[Any]]:
-    """One statement inserting every non-empty group, in order."""
-    present = [group for group in groups if group]
-    params: list[Any] = []
-    for group in present:
-        params += row_params(group)
-    return insert_all_sql(tuple((type(group[0]), len(group)) for group in present)), params
-
-
 # The part of a statement that inserted the events, returning their id and sequence: the
 # rows a hook adds per event read them from it.
 NEW_EVENTS = "new_events"
@@ -174,17 +156,17 @@ def returned_events() -> str:
 
 
 @lru_cache(maxsize=256)
-def opening_sql(shape: tuple[tuple[type[Model], int], ...], following: str) -> str:
-    """`insert_all_sql` whose last group (the events) is a part named NEW_EVENTS that the
-    parts `following` use."""
+def insert_all_sql(shape: tuple[tuple[type[Model], int], ...], following: str) -> str:
+    """One statement inserting groups of rows of these models and sizes, in order, the last
+    (the events) a part named NEW_EVENTS that the parts `following` use."""
     parts = [insert_sql(model, count) for model, count in shape]
     named = [f"w{i} AS ({part})" for i, part in enumerate(parts[:-1])]
     named.append(f"{NEW_EVENTS} AS ({parts[-1]} {returned_events()})")
-    return "WITH " + ", ".join([*named, following]) + " SELECT 1"
+    return "WITH " + ", ".join([*named, *([following] if following else [])]) + " SELECT 1"
 
 
-def opening_statement(
-    groups: Sequence[Sequence[Model]], extra: Sequence[Row]
+def insert_all_statement(
+    groups: Sequence[Sequence[Model]], extra: Sequence[Row] = ()
 ) -> tuple[str, list[Any]]:
     """One statement inserting every non-empty group, the last the events, then the rows of
     `extra` (`tasks.hooks`)."""
@@ -195,7 +177,7 @@ def opening_statement(
         params += row_params(group)
     following, following_params = extra_parts(extra, "")
     shape = tuple((type(group[0]), len(group)) for group in present)
-    return opening_sql(shape, ", ".join(following)), params + following_params
+    return insert_all_sql(shape, ", ".join(following)), params + following_params
 
 
 # ---- The rows other apps add (`tasks.hooks`) -----------------------------------------------

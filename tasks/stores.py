@@ -72,10 +72,7 @@ def new_rows(plan: Plan) -> list[Sequence[Model]]:
 
 class PostgresStore:
     async def insert(self, plan: Plan, extra: Sequence[Row]) -> None:
-        if extra:
-            statement, params = sql.opening_statement(new_rows(plan), extra)
-        else:
-            statement, params = sql.insert_all_statement(new_rows(plan))
+        statement, params = sql.insert_all_statement(new_rows(plan), extra)
         followed = plan.task.push_enabled
         if asyncdb.available():
             await asyncdb.execute(statement, params)

@@ -1,4 +1,4 @@
-"""The TaskUpdater an executor drives; it hands its changes to the lifecycle in batches.
+"""The TaskUpdater an executor drives; it hands its changes to the writer in batches.
 
 Changes an executor makes without pausing are written together: an updater call only queues
 the change and schedules a flush, which runs as soon as the executor awaits something else
