@@ -28,7 +28,6 @@ def register() -> None:
         return  # already registered
     hooks.planned_rows.append(planned_rows)
     hooks.committed.append(jobs.kick_task)
-    hooks.committed_soon.append(jobs.kick_task_soon)
     # Wakes the engines for due queues no one holds (a lost wake-up, a dead process's lease).
     schedule.register(jobs.sweep_due_deliveries, lambda: settings.TASK_HEARTBEAT_SECONDS)
 

@@ -5,8 +5,9 @@ another) push config, the writer asks `planned_rows` for the rows the change add
 own: push's config and one delivery per new event. The store writes them with the change, in
 one statement or one transaction, so what a hook adds commits or rolls back with it (an
 outbox). Hooks return rows, never SQL: each store turns them into its own writes. `committed`
-(after a commit, any thread) and `committed_soon` (on the event loop that made the write) run
-once such a change is stored. Apps append to the lists from their `AppConfig.ready()`.
+runs once such a change is stored: on the event loop that made the write (`on_loop`, which
+must not wait), or from any thread after the commit. Apps append to the lists from their
+`AppConfig.ready()`.
 """
 
 from __future__ import annotations
@@ -64,21 +65,14 @@ Row = Replace | PerEvent
 # For a task (with its id, context and protocol version) and the push config a write gives
 # it (None: a change of a task that has webhooks), the rows the write adds.
 planned_rows: list[Callable[[Task, pb.TaskPushNotificationConfig | None], Sequence[Row]]] = []
-# After the commit of a followed task's change, by task id.
-committed: list[Callable[[str], object]] = []
-# After a followed task's change written from the event loop, on that loop, by task id.
-committed_soon: list[Callable[[str], object]] = []
+# After the commit of a followed task's change: the task's id, and whether on the loop.
+committed: list[Callable[[str, bool], object]] = []
 
 
 def rows_for(task: Task, config: pb.TaskPushNotificationConfig | None) -> list[Row]:
     return [row for hook in planned_rows for row in hook(task, config)]
 
 
-def run_committed(task_id: str) -> None:
+def run_committed(task_id: str, on_loop: bool) -> None:
     for hook in committed:
-        hook(task_id)
-
-
-def run_committed_soon(task_id: str) -> None:
-    for hook in committed_soon:
-        hook(task_id)
+        hook(task_id, on_loop)

@@ -54,12 +54,10 @@ def announce(plan: Plan, followed: bool, on_loop: bool) -> None:
     published = [(e.sequence, e.payload) for e in plan.events]
     if on_loop:
         events.publish_soon(task_id, published)
-        if followed:
-            hooks.run_committed_soon(task_id)
     else:
         events.publish(task_id, published)
-        if followed:
-            hooks.run_committed(task_id)
+    if followed:
+        hooks.run_committed(task_id, on_loop)
 
 
 def after_commit(plan: Plan, followed: bool) -> None:
