@@ -210,8 +210,7 @@ def instrument_steps() -> None:
     async def enqueue_here_async(*args: str) -> None:
         enqueue_here(*args)
 
-    queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here)
-    queueing.enqueue_run_async = enqueue_here_async
+    queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here_async)
 
 
 # -- driving the ASGI application ---------------------------------------------------------------

@@ -458,7 +458,7 @@ async def queue_turn(spec: NewTask, turn: Turn, reply_to: str = "") -> bool:
     when the turn ends. Whether the broker took the job at once."""
     if not turn.stored:
         await writer.open(spec, [], runner=turn.token)
-    return await queueing.enqueue_run_async(str(spec.id), turn.token, reply_to)
+    return await queueing.enqueue_run(str(spec.id), turn.token, reply_to)
 
 
 async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:
