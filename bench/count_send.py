@@ -179,7 +179,7 @@ def instrument_threads() -> None:
 def instrument_steps() -> None:
     from protocol import jsonrpc, v03
     from protocol.handlers import tasks as methods
-    from tasks import events, jobs, lifecycle, queueing, reading, runner, updater
+    from tasks import events, jobs, queueing, reading, runner, updater, writer
 
     jsonrpc.find_agent = timed("web: find_agent (Agent + skills)", jsonrpc.find_agent)
     jsonrpc.authenticate = timed("web: authenticate", jsonrpc.authenticate)
@@ -188,12 +188,11 @@ def instrument_steps() -> None:
     jsonrpc.rpc_response = timed("web: JsonResponse (json.dumps)", jsonrpc.rpc_response)
     methods.send_message = timed("web: send_message (whole handler, wall)", methods.send_message)
     methods.load_task = timed("web: load_task (re-read Task for the answer)", reading.load_task)
-    methods.store_for_worker = timed("web: store_for_worker (open_task)", methods.store_for_worker)
-    lifecycle.open_task = timed("any: lifecycle.open_task", lifecycle.open_task)
-    lifecycle.record = timed("any: lifecycle.record", lifecycle.record)
+    writer.open = timed("any: writer.open", writer.open)
+    writer.record = timed("any: writer.record", writer.record)
     events.publish = timed("any: events.publish (after commit)", events.publish)
     runner.claim_and_load = timed("worker: claim_and_load", runner.claim_and_load)
-    updater.TaskUpdater._write = timed("any: TaskUpdater._write", updater.TaskUpdater._write)
+    updater.TaskUpdater._store = timed("any: TaskUpdater._store", updater.TaskUpdater._store)
     original_run_task = jobs.run_task.run
     jobs.run_task.run = timed("worker: run_task job (whole, CPU of its thread)", original_run_task)
 
@@ -211,8 +210,7 @@ def instrument_steps() -> None:
     async def enqueue_here_async(*args: str) -> None:
         enqueue_here(*args)
 
-    queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here)
-    queueing.enqueue_run_async = enqueue_here_async
+    queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here_async)
 
 
 # -- driving the ASGI application ---------------------------------------------------------------

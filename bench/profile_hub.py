@@ -92,8 +92,8 @@ def frame_name(frame: str) -> str:
 # Each sample goes to the first step whose pattern matches a frame of its stack.
 STEPS: list[tuple[str, str]] = [
     ("find_agent: Agent + skills SELECTs", r"^find_agent \("),
-    ("lifecycle.open_task: INSERTs, commit, event payloads", r"^open_task \(tasks"),
-    ("lifecycle.record: worker's UPDATEs/SELECTs/INSERTs", r"^record \(tasks"),
+    ("writer.open: the new task's statement, event payloads", r"^open \(tasks"),
+    ("writer.record: a stored task's statement", r"^record \(tasks"),
     ("runner.claim_and_load: claim UPDATE + reloads", r"^claim_and_load \("),
     ("load_task: re-read Task for the answer", r"^load_task \(tasks"),
     ("events.publish: Redis PUBLISH after commit", r"^publish \(tasks/events"),

@@ -1,6 +1,6 @@
 """The operators' API: agents with their skills, API keys, tasks, push deliveries and
 registrations. Everything changes the way the admin changes it: a task is canceled through
-tasks.lifecycle and its runner told to stop, a delivery is replayed as a new delivery of the
+tasks.writer, which stops its run too, a delivery is replayed as a new delivery of the
 same event, a registration is revoked by removing its agent, a change to who may call an
 agent goes to the audit log."""
 

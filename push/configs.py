@@ -91,6 +91,15 @@ def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNoti
     return row
 
 
+def name_given(task: Task, config: pb.TaskPushNotificationConfig) -> None:
+    """Name a config sent with a follow-up as `create_config` would, and refuse it past the
+    limit: the writer then stores it with the message, in the same write."""
+    config.id = config.id or unused_id(task)
+    existing = PushNotificationConfig.objects.filter(task=task)
+    if existing.count() >= MAX_CONFIGS_PER_TASK and not existing.filter(config_id=config.id):
+        raise invalid_params("id", f"a task has at most {MAX_CONFIGS_PER_TASK} configs")
+
+
 def unused_id(task: Task) -> str:
     """The first unnamed config of a task is "default" (0.3 clients fetch it by that name)."""
     if not PushNotificationConfig.objects.filter(task=task, config_id=DEFAULT_ID).exists():

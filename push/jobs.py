@@ -19,14 +19,13 @@ from push.models import Delivery, DeliveryState
 SWEEP_LIMIT = 500
 
 
-def kick_task(task_id: str) -> None:
-    """After the commit of a followed task's change: wake the engines for its deliveries."""
-    engine.wake(task_id)
-
-
-def kick_task_soon(task_id: str) -> None:
-    """`kick_task` on the event loop that wrote the task in one statement."""
-    engine.wake_soon(task_id)
+def kick_task(task_id: str, on_loop: bool = False) -> None:
+    """After the commit of a followed task's change: wake the engines for its deliveries
+    (from the event loop that wrote it, without waiting on Redis)."""
+    if on_loop:
+        engine.wake_soon(task_id)
+    else:
+        engine.wake(task_id)
 
 
 def sweep_due() -> int:

@@ -1,5 +1,5 @@
 """The operator's console for tasks: filters (stuck ones too), a read-only timeline of events,
-messages and artifacts, file downloads, cancel, which goes through `tasks.lifecycle`, and what
+messages and artifacts, file downloads, cancel, which goes through `tasks.writer`, and what
 retention will prune. The list stays fast with millions of tasks: it counts no further than
 10,000, and every filter and search it offers has an index (`Task.Meta.indexes`)."""
 
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -27,7 +28,7 @@ from django.views.decorators.http import require_POST
 
 from a2ahub import when
 from agents import kinds
-from tasks import changes, lifecycle, retention, runner, stored_files
+from tasks import changes, retention, stored_files, writer
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
 from tasks.updater import PROGRESS_KEY
@@ -326,7 +327,7 @@ class TaskAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     readonly_fields = ["status_text", "execution"]
 
-    # State changes only through the lifecycle: the admin shows tasks and cancels them.
+    # State changes only through the writer: the admin shows tasks and cancels them.
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -438,7 +439,7 @@ def stored_parts(source: str, row: int, task_id: str) -> list[dict[str, Any]]:
     raise Http404("No such file.")
 
 
-# Cancel: the lifecycle writes the state; the runner, wherever it is, is told to stop.
+# Cancel: the writer stores it and stops the turn, wherever it runs.
 
 
 def operator_reason(request: HttpRequest) -> str:
@@ -453,12 +454,11 @@ def cancel_all(tasks: Iterable[Task], reason: str) -> tuple[list[Task], list[Tas
             refused.append(task)
             continue
         try:
-            lifecycle.cancel(task.id, task.owner, reason)
+            async_to_sync(writer.cancel)(task.id, task.owner, reason)
         except changes.TransitionRefused:
             task.refresh_from_db(fields=["state"])  # it finished meanwhile
             refused.append(task)
             continue
-        runner.stop_everywhere(str(task.id))
         canceled.append(task)
     return canceled, refused
 

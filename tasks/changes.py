@@ -1,6 +1,6 @@
 """What a change to a task writes, planned without the database: the transitions allowed,
 the rows (messages, artifacts) and the numbered events a batch of changes makes, and what the
-writer knows of a stored task. `tasks.lifecycle` applies a plan through the store."""
+writer knows of a stored task. `tasks.writer` applies a plan through the store."""
 
 from __future__ import annotations
 
@@ -269,10 +269,6 @@ def plan_open(
     return task, plan, end
 
 
-def new_rows(task: Task, plan: Plan) -> list[Sequence[Any]]:
-    return [[task], plan.messages, plan.artifacts, plan.events]
-
-
 def apply_changes(
     plan: Plan, changes: Sequence[Change], artifacts: dict[str, Artifact], position: int
 ) -> None:
@@ -311,12 +307,6 @@ def snapshot_of(task: Task, known: Known) -> pb.Task | None:
     snapshot = task_to_pb(task, (), known.artifacts.values())
     snapshot.history.extend(known.history)
     return snapshot
-
-
-def status_of(task: Task, changes: Sequence[Change]) -> dict[str, Any] | None:
-    if not any(isinstance(c, StatusChange) for c in changes):
-        return None
-    return {"status_message": task.status_message, "status_timestamp": task.status_timestamp}
 
 
 def agent_text(text: str) -> pb.Message:

@@ -1,57 +1,78 @@
-"""Where apps above `tasks` take part in the writer's work without `tasks` importing them.
+"""Where apps above `tasks` add rows to the writer's plans without `tasks` importing them.
 
-`config_given` runs when a send carries a push config (a new task, or a follow-up accepted
-by the task), and makes the task followed (`push_enabled`). For followed tasks the writer
-calls `events_written` for every change. Both run inside the transaction that stores the
-change, so what a hook writes commits or rolls back with it (an outbox); `committed` runs
-after the commit.
-
-A new task given a push config can be written in one statement from the event loop
-(PostgreSQL): `opening_parts` then gives the statement parts that store the config and a
-delivery of each event, and `committed_soon` runs on the loop once the statement is done.
-Without an `opening_parts` hook such a task is written through the ORM.
-Apps append to the lists from their `AppConfig.ready()`.
+For a change to a task with webhooks, and for a write that gives a task its first (or
+another) push config, the writer asks `planned_rows` for the rows the change adds besides its
+own: push's config and one delivery per new event. The store writes them with the change, in
+one statement or one transaction, so what a hook adds commits or rolls back with it (an
+outbox). Hooks return rows, never SQL: each store turns them into its own writes. `committed`
+runs once such a change is stored: on the event loop that made the write (`on_loop`, which
+must not wait), or from any thread after the commit. Apps append to the lists from their
+`AppConfig.ready()`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import Model
 
 if TYPE_CHECKING:
     from a2a.types import a2a_pb2 as pb
 
-    from tasks.models import Task, TaskEvent
-
-# A send's push config, for the task it was accepted by: the hook stores the config.
-config_given: list[Callable[[Task, pb.TaskPushNotificationConfig], object]] = []
-# Events the writer stored for a followed task.
-events_written: list[Callable[[Task, Sequence[TaskEvent]], object]] = []
-# After the commit of a followed task's change, by task id.
-committed: list[Callable[[str], object]] = []
-# For a new task and its push config: data-modifying parts of a `WITH` (`name AS (...)`,
-# comma-separated, `%s` placeholders) that follow the part named `NEW_EVENTS` in
-# `tasks.sql`, which returns the new events' `id` and `sequence`; and their parameters.
-opening_parts: list[Callable[[Task, pb.TaskPushNotificationConfig], tuple[str, list[Any]]]] = []
-# After a one-statement write of a followed task, on the event loop that made it, by task id.
-committed_soon: list[Callable[[str], object]] = []
+    from tasks.models import Task
 
 
-def run_config_given(task: Task, config: pb.TaskPushNotificationConfig) -> None:
-    for hook in config_given:
-        hook(task, config)
+@dataclass(frozen=True)
+class OfEvent:
+    """A value taken from each event the write adds: its `id` or its `sequence`."""
+
+    name: str
 
 
-def run_events_written(task: Task, events: Sequence[TaskEvent]) -> None:
-    for hook in events_written:
-        hook(task, events)
+@dataclass(frozen=True)
+class OfSource:
+    """A value taken from each matching row of a `PerEvent`'s source model."""
+
+    name: str
 
 
-def run_committed(task_id: str) -> None:
+@dataclass
+class Replace:
+    """A row inserted or, when one with the same `key` fields is stored, written over it
+    (its fields `update` only)."""
+
+    row: Model
+    key: tuple[str, ...]
+    update: tuple[str, ...]
+
+
+@dataclass
+class PerEvent:
+    """One row of `model` for each event the write adds and each row of `source` matching
+    `where` (rows the same write inserts or replaces included). `values` gives each field a
+    constant, an `OfEvent` or an `OfSource`; a field left out takes its default."""
+
+    model: type[Model]
+    values: dict[str, Any]
+    source: type[Model]
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+Row = Replace | PerEvent
+
+# For a task (with its id, context and protocol version) and the push config a write gives
+# it (None: a change of a task that has webhooks), the rows the write adds.
+planned_rows: list[Callable[[Task, pb.TaskPushNotificationConfig | None], Sequence[Row]]] = []
+# After the commit of a followed task's change: the task's id, and whether on the loop.
+committed: list[Callable[[str, bool], object]] = []
+
+
+def rows_for(task: Task, config: pb.TaskPushNotificationConfig | None) -> list[Row]:
+    return [row for hook in planned_rows for row in hook(task, config)]
+
+
+def run_committed(task_id: str, on_loop: bool) -> None:
     for hook in committed:
-        hook(task_id)
-
-
-def run_committed_soon(task_id: str) -> None:
-    for hook in committed_soon:
-        hook(task_id)
+        hook(task_id, on_loop)

@@ -3,7 +3,7 @@
 Parts, messages and statuses are stored in the A2A 1.0 JSON form (the protobuf JSON mapping),
 once and version-neutral; `tasks.wire` turns them into either version on the way out.
 
-`tasks.lifecycle` is the writer of a task's state and of its messages, artifacts and events
+`tasks.writer` is the writer of a task's state and of its messages, artifacts and events
 (on its hot paths through the statements of `tasks.sql`, which `tasks.checks` keeps fitting
 these models). Other writers touch a task's bookkeeping columns only: `runner` and
 `heartbeat_at` by the claim of a queued turn (`tasks.sql.claim_task`), the runner's heartbeat

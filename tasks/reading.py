@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
+from tasks.changes import Known, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent
 from tasks.wire import task_to_pb
 
@@ -79,3 +80,29 @@ def latest_events(task_ids: Sequence[str]) -> dict[str, tuple[int, Any]]:
     the gap up to it)."""
     rows = TaskEvent.objects.filter(task_id__in=task_ids, sequence=F("task__last_sequence"))
     return {str(row.task_id): (row.sequence, row.payload) for row in rows}
+
+
+def read_artifacts(task_id: uuid.UUID | str) -> dict[str, Artifact]:
+    return {a.artifact_id: a for a in Artifact.objects.filter(task_id=task_id)}
+
+
+def read_known(task_id: uuid.UUID | str) -> Known:
+    """What a write must know of a stored task: its context and how many messages it has."""
+    found = Task.objects.filter(id=task_id).values_list("context_id", "push_enabled").first()
+    if found is None:
+        raise TransitionRefused(None, "a change")
+    count = Message.objects.filter(task_id=task_id).count()
+    return Known(found[0], count, push_enabled=found[1])
+
+
+def read_task(task_id: uuid.UUID | str) -> Task:
+    found = Task.objects.filter(id=task_id).first()
+    if found is None:
+        raise TransitionRefused(None, "a change")
+    return found
+
+
+def state_of(task_id: uuid.UUID | str) -> tuple[str | None, bool]:
+    """The task's state and whether it has webhooks ((None, False): no such task)."""
+    found = Task.objects.filter(id=task_id).values_list("state", "push_enabled").first()
+    return found or (None, False)

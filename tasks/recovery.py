@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 
-from tasks import lifecycle, runner
+from tasks import stopping, writer
 from tasks.models import ACTIVE_STATES, Task
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ def fail_stale(cutoff: datetime) -> int:
     died); how many."""
     stale = (
         Task.objects.filter(state__in=ACTIVE_STATES, heartbeat_at__lt=cutoff)
-        .exclude(id__in=runner.running_here())
+        .exclude(id__in=stopping.running_here())
         # A job still waiting for a free worker ("queued:<token>") has no runner that could
         # have died; a busy queue is not a crash (`lost_turns` looks after those).
         .exclude(runner__startswith="queued:")
@@ -36,7 +37,7 @@ def fail_stale(cutoff: datetime) -> int:
     failed = 0
     for task_id in list(stale):
         reason = "The process running this task stopped; the task was failed by recovery."
-        if lifecycle.fail_stale(task_id, reason):
+        if async_to_sync(writer.fail_stale)(task_id, reason):
             logger.warning("recovered stale task %s", task_id)
             failed += 1
     return failed

@@ -34,17 +34,17 @@ from a2ahub.errors import A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent
-from tasks import changes, events, lifecycle, reading, sql
+from tasks import changes, events, reading, sql
 from tasks.changes import NewTask
 from tasks.executor import Executor, RequestContext
 from tasks.models import ACTIVE_STATES, Task, TaskState
+from tasks.stopping import CONTROL_CHANNEL, RUNNING, request_stop, running_lock
 from tasks.updater import TaskUpdater
 from tasks.wire import message_to_pb
 
 logger = logging.getLogger(__name__)
 
 RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}"
-CONTROL_CHANNEL = "a2ahub:control:stop"
 
 
 _background: set[asyncio.Future[None]] = set()
@@ -77,10 +77,6 @@ class Run:
                 self.job.cancel()
 
 
-RUNNING: dict[str, Run] = {}
-_running_lock = threading.Lock()
-
-
 def make_executor(agent: Agent) -> Executor:
     executor: Executor = executor_class(agent.executor_kind)(agent)
     return executor
@@ -110,7 +106,7 @@ async def start(
         await updater.flush()
         if updater.stopped:
             return updater  # not written: `settled` holds the error
-    with _running_lock:
+    with running_lock:
         RUNNING[updater.task_id] = run
     ensure_maintenance()
     run.job = asyncio.create_task(execute(run))
@@ -143,7 +139,7 @@ async def execute(run: Run) -> None:
         try:
             await finish(updater)
         finally:
-            with _running_lock:
+            with running_lock:
                 RUNNING.pop(updater.task_id, None)
 
 
@@ -179,24 +175,6 @@ def read_events_released(task_id: str, after: int) -> list[events.Event]:
         return reading.read_events(task_id, after)
     finally:
         connections[DEFAULT_DB_ALIAS].close()  # this thread may serve a long stream next
-
-
-def request_stop(task_id: str) -> bool:
-    """Stop the turn of a task if this process runs it (any thread may call this)."""
-    with _running_lock:
-        run = RUNNING.get(task_id)
-    if run is None:
-        return False
-    run.loop.call_soon_threadsafe(run.stop)
-    return True
-
-
-def stop_everywhere(task_id: str) -> None:
-    """Stop the task's turn wherever it runs. A stop request lost to a Redis that is away
-    does no harm: the cancel is stored already, and a turn running elsewhere meets it at its
-    next write, which the terminal state refuses, and ends there."""
-    if not request_stop(task_id):
-        bus.get().publish(CONTROL_CHANNEL, task_id)
 
 
 @dataclass
@@ -280,7 +258,7 @@ async def run_claimed(claim: Claim, reply_to: str) -> None:
             snapshot = settled.snapshot.SerializeToString()
     finally:
         events.send_reply(reply_to, updater.task_id, snapshot)
-    with _running_lock:
+    with running_lock:
         run = RUNNING.get(updater.task_id)
     if run is not None and run.job is not None:
         await asyncio.gather(run.job, return_exceptions=True)
@@ -312,7 +290,7 @@ def claim_and_load(task_id: str, token: str) -> Claim | None:
     key = uuid.UUID(task_id)
     history = [message_to_pb(m) for m in claimed.messages]
     # A task claimed with its first message alone has had no turn: nothing else is written.
-    artifacts = {} if len(history) == 1 else lifecycle.read_artifacts(key)
+    artifacts = {} if len(history) == 1 else reading.read_artifacts(key)
     spec = NewTask(
         agent_id=agent.pk, owner=task["owner"], context_id=task["context_id"],
         message=history[-1], protocol_version=task["protocol_version"],
@@ -386,15 +364,9 @@ def release_connections() -> None:
 
 
 def beat() -> None:
-    with _running_lock:
+    with running_lock:
         ids = [task_id for task_id, run in RUNNING.items() if run.updater.stored]
     if ids:
         Task.objects.filter(id__in=ids, state__in=ACTIVE_STATES).update(
             heartbeat_at=timezone.now(), runner=RUNNER_ID
         )
-
-
-def running_here() -> list[str]:
-    """The ids of the tasks whose turns this process runs now."""
-    with _running_lock:
-        return list(RUNNING)

@@ -12,6 +12,7 @@ stops start-up when a model gains something these statements do not do.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache, partial
@@ -39,6 +40,7 @@ from psycopg.types.json import Jsonb
 
 from a2ahub import jsonbytes
 from tasks.columns import builder, column, columns, field, table
+from tasks.hooks import OfEvent, OfSource, PerEvent, Replace, Row
 from tasks.models import ACTIVE_STATES, Artifact, Message, Task, TaskEvent
 
 # ---- Values -------------------------------------------------------------------------------
@@ -143,162 +145,251 @@ def insert_sql(model: type[Model], count: int) -> str:
     return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES {rows}"
 
 
-@lru_cache(maxsize=256)
-def insert_all_sql(shape: tuple[tuple[type[Model], int], ...]) -> str:
-    """One statement inserting groups of rows of these models and sizes, in order."""
-    *first, last = [insert_sql(model, count) for model, count in shape]
-    if not first:
-        return last
-    return "WITH " + ", ".join(f"w{i} AS ({part})" for i, part in enumerate(first)) + " " + last
-
-
-def insert_all_statement(groups: Sequence[Sequence[Model]]) -> tuple[str, list[Any]]:
-    """One statement inserting every non-empty group, in order."""
-    present = [group for group in groups if group]
-    params: list[Any] = []
-    for group in present:
-        params += row_params(group)
-    return insert_all_sql(tuple((type(group[0]), len(group)) for group in present)), params
-
-
-# The part of `opening_statement` that inserted the events, returning their id and sequence.
+# The part of a statement that inserted the events, returning their id and sequence: the
+# rows a hook adds per event read them from it.
 NEW_EVENTS = "new_events"
+RETURNED = "RETURNING {id} AS id, {sequence} AS sequence"
+
+
+def returned_events() -> str:
+    return RETURNED.format(id=column(TaskEvent, "id"), sequence=column(TaskEvent, "sequence"))
 
 
 @lru_cache(maxsize=256)
-def opening_sql(shape: tuple[tuple[type[Model], int], ...], following: str) -> str:
-    """`insert_all_sql` whose last group (the events) is a part named NEW_EVENTS that the
-    parts `following` use."""
+def insert_all_sql(shape: tuple[tuple[type[Model], int], ...], following: str) -> str:
+    """One statement inserting groups of rows of these models and sizes, in order, the last
+    (the events) a part named NEW_EVENTS that the parts `following` use."""
     parts = [insert_sql(model, count) for model, count in shape]
     named = [f"w{i} AS ({part})" for i, part in enumerate(parts[:-1])]
-    returning = f"{column(TaskEvent, 'id')} AS id, {column(TaskEvent, 'sequence')} AS sequence"
-    named.append(f"{NEW_EVENTS} AS ({parts[-1]} RETURNING {returning})")
-    return "WITH " + ", ".join([*named, following]) + " SELECT 1"
+    named.append(f"{NEW_EVENTS} AS ({parts[-1]} {returned_events()})")
+    return "WITH " + ", ".join([*named, *([following] if following else [])]) + " SELECT 1"
 
 
-def opening_statement(
-    groups: Sequence[Sequence[Model]], following: str, following_params: list[Any]
+def insert_all_statement(
+    groups: Sequence[Sequence[Model]], extra: Sequence[Row] = ()
 ) -> tuple[str, list[Any]]:
-    """One statement inserting every non-empty group, the last the events, then the parts
-    `following` that use them."""
+    """One statement inserting every non-empty group, the last the events, then the rows of
+    `extra` (`tasks.hooks`)."""
     present = [group for group in groups if group]
     assert present and type(present[-1][0]) is TaskEvent
     params: list[Any] = []
     for group in present:
         params += row_params(group)
+    following, following_params = extra_parts(extra, "")
     shape = tuple((type(group[0]), len(group)) for group in present)
-    return opening_sql(shape, following), params + following_params
+    return insert_all_sql(shape, ", ".join(following)), params + following_params
 
 
-def insert_all(groups: Sequence[Sequence[Model]]) -> None:
-    sql, params = insert_all_statement(groups)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+# ---- The rows other apps add (`tasks.hooks`) -----------------------------------------------
 
 
-def can_insert_in_one_statement() -> bool:
-    return connection.vendor == "postgresql" and not connection.in_atomic_block
+def extra_parts(rows: Sequence[Row], guard: str) -> tuple[list[str], list[Any]]:
+    """The `WITH` parts writing `rows` after the part NEW_EVENTS, and their parameters;
+    `guard` (a `WHERE`) keeps a replaced row from being written when the change is not."""
+    parts: list[str] = []
+    params: list[Any] = []
+    replaced: dict[type[Model], list[str]] = {}
+    for index, row in enumerate(rows):
+        name = f"x{index}"
+        if isinstance(row, Replace):
+            model = type(row.row)
+            parts.append(f"{name} AS ({replace_sql(model, row.key, row.update, guard)})")
+            params += row_params([row.row])
+            replaced.setdefault(model, []).append(name)
+        else:
+            part, part_params = per_event_sql(row, replaced.get(row.source, []))
+            parts.append(f"{name} AS ({part})")
+            params += part_params
+    return parts, params
 
 
-# ---- The conditional UPDATE of a task, and a batch of changes --------------------------------
+@lru_cache(maxsize=64)
+def replace_sql(
+    model: type[Model], key: tuple[str, ...], update: tuple[str, ...], guard: str
+) -> str:
+    sets = ", ".join(f"{column(model, n)} = EXCLUDED.{column(model, n)}" for n in update)
+    insert = insert_select_sql(model, 1, "SELECT {columns} FROM {values}" + guard)
+    return f"{insert} ON CONFLICT ({columns(model, key)}) DO UPDATE SET {sets} RETURNING *"
+
+
+def cast(model: type[Model], name: str) -> str:
+    return f"%s::{field(model, name).db_type(builder())}"
+
+
+def per_event_sql(row: PerEvent, replaced: list[str]) -> tuple[str, list[Any]]:
+    """`INSERT ... SELECT` of one row per new event and matching source row (`k`): the
+    source's stored rows, those replaced by this statement read from its parts instead."""
+    model, source = row.model, row.source
+    selected, params = [], []
+    for f in inserted_fields(model):
+        value = row.values.get(f.name, MISSING)
+        if isinstance(value, OfEvent):
+            selected.append(f"e.{value.name}")
+        elif isinstance(value, OfSource):
+            selected.append(f"k.{column(source, value.name)}")
+        elif value is MISSING and f.primary_key and f.default is uuid.uuid4:
+            selected.append("gen_random_uuid()")
+        else:
+            selected.append(cast(model, f.name))
+            params.append(parameter(f)(f.get_default() if value is MISSING else value))
+    where = [f"{column(source, n)} = {cast(source, n)}" for n in row.where]
+    where_params = [parameter(field(source, n))(v) for n, v in row.where.items()]
+    key = column(source, source._meta.pk.name)  # type: ignore[union-attr]
+    stored = f"SELECT * FROM {table(source)} WHERE " + " AND ".join(["TRUE", *where])
+    params += where_params
+    for name in replaced:
+        stored += f" AND {key} NOT IN (SELECT {key} FROM {name})"
+    sources = [stored]
+    for name in replaced:
+        sources.append(f"SELECT * FROM {name} WHERE " + " AND ".join(["TRUE", *where]))
+        params += where_params
+    names = inserted_names(model)
+    return (
+        f"INSERT INTO {table(model)} ({columns(model, names)}) SELECT {', '.join(selected)}"
+        f" FROM ({' UNION ALL '.join(sources)}) k CROSS JOIN {NEW_EVENTS} e"
+    ), params
+
+
+MISSING = object()
+
+
+# ---- A batch of changes to a stored task ------------------------------------------------------
 
 # The Task fields every change of state sets; `status` adds the status fields to them.
 UPDATED = ("state", "updated_at", "heartbeat_at")
 STATUS_FIELDS = ("status_message", "status_timestamp")
 
 
-def update_task(
-    task_id: Any,
-    expected: str,
-    state: str,
-    new_events: int,
-    now: Any,
-    status: dict[str, Any] | None,
-) -> tuple[int, bool] | None:
-    """The conditional UPDATE of a task's state, returning its new event count and whether it
-    has webhooks; None when the task is no longer in the `expected` state."""
-    names, params = update_params(task_id, expected, state, new_events, now, status)
-    row = fetch_one(update_sql(names, False, ("last_sequence", "push_enabled")), params)
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
 def update_params(
-    task_id: Any,
-    expected: str,
-    state: str,
-    new_events: int,
-    now: Any,
-    status: dict[str, Any] | None,
+    task_id: Any, states: Sequence[str], owner: str | None, values: dict[str, Any], new_events: int
 ) -> tuple[tuple[str, ...], list[Any]]:
-    """The fields the UPDATE sets (the key of its statement, `update_sql`) and its parameters."""
-    values = {"state": state, "updated_at": now, "heartbeat_at": now} | (status or {})
+    """The fields the UPDATE sets (part of the key of its statement) and its parameters."""
     params = [task_parameter(name)(value) for name, value in values.items()]
-    params += [new_events, task_key(task_id), expected]
+    params += [new_events, task_key(task_id), *states]
+    if owner is not None:
+        params.append(owner)
     return tuple(values), params
 
 
 @lru_cache(maxsize=64)
-def update_sql(names: tuple[str, ...], without_push: bool, returning: tuple[str, ...]) -> str:
-    """`UPDATE` of the task's fields `names` and its event count, if it is in the expected
-    state (and, `without_push`, has no webhooks), `RETURNING` the fields `returning`."""
+def update_sql(names: tuple[str, ...], states: int, by_owner: bool, without_push: bool) -> str:
+    """`UPDATE` of the task's fields `names` and its event count, if it is in one of the
+    expected states (and has that owner; and, `without_push`, has no webhooks), returning
+    its new event count and whether it has webhooks."""
     sets = ", ".join(f"{column(Task, name)} = %s" for name in names)
     sequence = column(Task, "last_sequence")
     statement = (
         f"UPDATE {table(Task)} SET {sets}, {sequence} = {sequence} + %s "
-        f"WHERE {column(Task, 'id')} = %s AND {column(Task, 'state')} = %s"
+        f"WHERE {column(Task, 'id')} = %s "
+        f"AND {column(Task, 'state')} IN ({', '.join(['%s'] * states)})"
     )
+    if by_owner:
+        statement += f" AND {column(Task, 'owner')} = %s"
     if without_push:
         statement += f" AND NOT {column(Task, 'push_enabled')}"
-    return statement + f" RETURNING {columns(Task, returning)}"
+    return statement + f" RETURNING {columns(Task, ('last_sequence', 'push_enabled'))}"
 
 
 @dataclass
-class RecordRows:
-    """The new rows of one batch of changes, as `changes.Plan` collects them."""
+class Change:
+    """A batch of changes to a stored task, as `changes.Plan` collects it, and its guard."""
 
+    task_id: Any
+    states: tuple[str, ...]  # the task must be in one of these
+    values: dict[str, Any]  # the Task fields set
     messages: Sequence[Model]
     artifacts: Sequence[Model]
+    updated_artifacts: Sequence[Model]
     events: Sequence[Model]
+    extra: Sequence[Row] = ()
+    owner: str | None = None  # the task must have this owner
+    without_push: bool = False  # refused if the task has webhooks
 
 
-def record_statement(
-    task_id: Any,
-    expected: str,
-    state: str,
-    now: Any,
-    status: dict[str, Any] | None,
-    rows: RecordRows,
-) -> tuple[str, list[Any]]:
-    """One statement applying a batch of changes to a task without webhooks (PostgreSQL).
+def change_statement(change: Change) -> tuple[str, list[Any]]:
+    """One statement applying a batch of changes to a task (PostgreSQL).
 
-    The conditional UPDATE comes first; every INSERT reads its result, so a task that moved
-    on (or got a webhook meanwhile) gets nothing written. Events are numbered after the
-    UPDATE's new `last_sequence`. The statement returns that number, or no row when refused.
-    The events' `sequence` must be 1..n, in order.
+    The conditional UPDATE comes first; every other part reads its result, so a task that
+    moved on (or got a webhook meanwhile, `without_push`) gets nothing written. Events are
+    numbered after the UPDATE's new `last_sequence`. The statement returns that number and
+    whether the task has webhooks, or no row when refused. The events' `sequence` must be
+    1..n, in order.
     """
-    groups = (rows.messages, rows.artifacts, rows.events)
-    names, params = update_params(task_id, expected, state, len(rows.events), now, status)
-    for group in groups:
+    groups = (change.messages, change.artifacts, change.events)
+    names, params = update_params(
+        change.task_id, change.states, change.owner, change.values, len(change.events)
+    )
+    for group in groups[:2]:
         if group:
             params += row_params(group)
-    return record_sql(names, *(len(group) for group in groups)), params
+    statement = partial(
+        change_sql, names, len(change.states), change.owner is not None, change.without_push,
+        *(len(group) for group in groups), len(change.updated_artifacts),
+    )  # fmt: skip
+    if change.updated_artifacts:
+        params += [
+            convert(getattr(row, name))
+            for row in change.updated_artifacts
+            for name, convert in artifact_update_preparers()
+        ]
+        params.append(task_key(change.task_id))
+    if change.events:
+        params += row_params(change.events)
+    following, following_params = extra_parts(change.extra, " WHERE EXISTS (SELECT 1 FROM u)")
+    return statement(", ".join(following)), params + following_params
+
+
+ARTIFACT_UPDATED = ("artifact_id", "parts", "name", "updated_at")
+UPDATED_SET = ARTIFACT_UPDATED[1:]  # found by its id, in the task
+
+
+@cache
+def artifact_update_preparers() -> list[tuple[str, Callable[[Any], Any]]]:
+    return [(field(Artifact, n).attname, parameter(field(Artifact, n))) for n in ARTIFACT_UPDATED]
 
 
 @lru_cache(maxsize=256)
-def record_sql(names: tuple[str, ...], messages: int, artifacts: int, events: int) -> str:
-    """`record_statement`'s SQL for a batch of this shape."""
+def change_sql(
+    names: tuple[str, ...],
+    states: int,
+    by_owner: bool,
+    without_push: bool,
+    messages: int,
+    artifacts: int,
+    events: int,
+    updated: int,
+    following: str,
+) -> str:
+    """`change_statement`'s SQL for a batch of this shape, the parts `following` (rows
+    other apps add) after the events."""
     sequence = column(Task, "last_sequence")
-    parts = [f"u AS ({update_sql(names, True, ('last_sequence',))})"]
+    parts = [f"u AS ({update_sql(names, states, by_owner, without_push)})"]
     if_updated = "SELECT v.* FROM {values} WHERE EXISTS (SELECT 1 FROM u)"
     for name, model, count in (("m", Message, messages), ("a", Artifact, artifacts)):
         if count:
             parts.append(f"{name} AS ({insert_select_sql(model, count, if_updated)})")
+    if updated:
+        casts = ", ".join(cast(Artifact, n) for n in ARTIFACT_UPDATED)
+        values = ", ".join([f"({casts})"] * updated)
+        sets = ", ".join(
+            f"{column(Artifact, n)} = v.{column(Artifact, n)}" for n in ARTIFACT_UPDATED[1:]
+        )
+        key = column(Artifact, "artifact_id")
+        parts.append(
+            f"au AS (UPDATE {table(Artifact)} t SET {sets} FROM (VALUES {values})"
+            f" AS v({columns(Artifact, ARTIFACT_UPDATED)})"
+            f" WHERE t.{column(Artifact, 'task')} = %s AND t.{key} = v.{key}"
+            f" AND EXISTS (SELECT 1 FROM u))"
+        )
     if events:
         numbered = f"u.{sequence} - {events} + v.{column(TaskEvent, 'sequence')}"
         select = "SELECT {columns} FROM u, {values}"
         insert = insert_select_sql(TaskEvent, events, select, (("sequence", numbered),))
-        parts.append(f"e AS ({insert})")
-    return "WITH " + ", ".join(parts) + f" SELECT {sequence} FROM u"
+        parts.append(f"{NEW_EVENTS} AS ({insert} {returned_events()})")
+    if following:
+        parts.append(following)
+    returning = f"u.{sequence}, u.{column(Task, 'push_enabled')}"
+    return "WITH " + ", ".join(parts) + f" SELECT {returning} FROM u"
 
 
 def insert_select_sql(

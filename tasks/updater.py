@@ -1,4 +1,4 @@
-"""The TaskUpdater an executor drives; it hands its changes to the lifecycle in batches.
+"""The TaskUpdater an executor drives; it hands its changes to the writer in batches.
 
 Changes an executor makes without pausing are written together: an updater call only queues
 the change and schedules a flush, which runs as soon as the executor awaits something else
@@ -13,16 +13,12 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
-from contextvars import ContextVar
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
-from asgiref.sync import sync_to_async
-from django.db import connection
 
-from a2ahub import asyncdb
 from a2ahub.errors import InvalidAgentResponseError, internal_error
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import (
     ArtifactChange,
     Change,
@@ -34,6 +30,7 @@ from tasks.changes import (
     check_transition,
 )
 from tasks.models import TaskState
+from tasks.stores import release_after_write as release_after_write
 from tasks.wire import ENDING_STATES
 
 logger = logging.getLogger(__name__)
@@ -45,10 +42,6 @@ Content = str | pb.Message | Iterable[pb.Part] | None
 # metadata's `PROGRESS_KEY` holds `{"done": 3, "total": 12}`. Pages draw a bar from it, never
 # from the text, which is the agent's own wording.
 PROGRESS_KEY = "a2ahub/progress"
-
-# Set by a streaming request: its runner's writes then give the database connection back at
-# once, since the request (and its thread) lives as long as the stream.
-release_after_write: ContextVar[bool] = ContextVar("release_after_write", default=False)
 
 
 def agent_message(content: Content) -> pb.Message | None:
@@ -213,40 +206,15 @@ class TaskUpdater:
         return True
 
     async def _store(self, changes: list[Change]) -> Outcome:
-        if asyncdb.available():
-            if not self.stored and (
-                self.spec.push_config is None or lifecycle.opens_followed_in_one_statement()
-            ):
-                outcome = await lifecycle.open_task_async(
-                    self.spec, changes, runner=self.runner, history=self.snapshots
-                )
-                self.stored = True
-                self.known = outcome.known
-                return outcome
-            if self.stored and self.known is not None:
-                recorded = await lifecycle.record_async(
-                    self.spec.id, self.stored_state, changes, self.known
-                )
-                if recorded is not None:
-                    return recorded
-        return await sync_to_async(self._write)(changes)
-
-    def _write(self, changes: list[Change]) -> Outcome:
-        try:
-            return self._write_changes(changes)
-        finally:
-            if release_after_write.get():
-                connection.close()
-
-    def _write_changes(self, changes: list[Change]) -> Outcome:
         if not self.stored:
-            outcome = lifecycle.open_task(
+            outcome = await writer.open(
                 self.spec, changes, runner=self.runner, history=self.snapshots
             )
             self.stored = True
-            self.known = outcome.known
-            return outcome
-        return lifecycle.record(self.spec.id, self.stored_state, changes, self.known)
+        else:
+            outcome = await writer.record(self.spec.id, self.stored_state, changes, self.known)
+        self.known = outcome.known or self.known
+        return outcome
 
     def _settle_from_store(self) -> None:
         if not self.settled.done():

@@ -117,7 +117,7 @@ def follow_up_snapshot(turn: Turn) -> tuple[pb.Task | None, int]:
 
 async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
     if turn.spec.execution_mode == ExecutionMode.WORKER:
-        await queue_turn(turn.spec, turn.stored)
+        await queue_turn(turn.spec, turn)
         return None
     return await runner.start(
         call.agent, turn.spec, turn.context, turn.state, turn.stored, streamed=True

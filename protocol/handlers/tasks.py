@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
-from a2ahub import asyncdb, hops
+from a2ahub import hops
 from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
@@ -36,7 +36,8 @@ from agents.kinds import execution_mode
 from protocol.calls import Call
 from protocol.handlers.owned import is_new_client_id, owned_task
 from protocol.handlers.push import inline_push_config
-from tasks import changes, events, lifecycle, queueing, runner
+from push.configs import name_given
+from tasks import changes, events, queueing, runner, writer
 from tasks.changes import NewTask
 from tasks.executor import RequestContext
 from tasks.models import (
@@ -209,23 +210,17 @@ async def list_tasks(call: Call, request: pb.ListTasksRequest) -> pb.ListTasksRe
 # -- cancel ---------------------------------------------------------------------------------
 
 
-def cancel_stored(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
-    task = owned_task(call, request.id)
+async def cancel_task(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
+    task = await sync_to_async(owned_task)(call, request.id)
     if task.state in TERMINAL_STATES:
         raise TaskNotCancelableError(f"Task {request.id} is {task.state} and cannot be canceled.")
     try:
-        lifecycle.cancel(task.id, call.principal.id)
+        await writer.cancel(task.id, call.principal.id)
     except changes.TransitionRefused:
         raise TaskNotCancelableError(
             f"Task {request.id} ended before it could be canceled."
         ) from None
-    runner.stop_everywhere(str(task.id))
-    task.refresh_from_db()
-    return load_task(task, None)
-
-
-async def cancel_task(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
-    return await sync_to_async(cancel_stored)(call, request)
+    return await sync_to_async(lambda: load_task(Task.objects.get(id=task.id), None))()
 
 
 # -- send -------------------------------------------------------------------------------------
@@ -288,9 +283,10 @@ def check_message(message: pb.Message) -> None:
             raise invalid_params(f"message.parts[{index}]", "has no content")
 
 
-def prepare_follow_up(
+def check_follow_up(
     call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None = None
 ) -> tuple[Task, list[pb.Message]]:
+    """The task a follow-up names, if it takes one now, and its messages so far."""
     task = owned_task(call, message.task_id)
     named = message.task_id  # as the caller knows it (a 0.1 caller by its own id)
     if task.state in TERMINAL_STATES:
@@ -300,14 +296,24 @@ def prepare_follow_up(
         raise invalid_params(field, "does not match the task's context")
     if task.state not in INTERRUPTED_STATES:
         raise UnsupportedOperationError(f"Task {named} is still {task.state}; wait for it.")
+    if push_config is not None:
+        name_given(task, push_config)
+    return task, [message_to_pb(m) for m in Message.objects.filter(task=task)]
+
+
+async def prepare_follow_up(
+    call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None, token: str
+) -> tuple[Task, list[pb.Message]]:
+    task, history = await sync_to_async(check_follow_up)(call, message, push_config)
     try:
-        lifecycle.add_user_message(task.id, call.principal.id, message, push_config)
+        await writer.add_user_message(
+            task, call.principal.id, message, push_config, len(history), runner=token
+        )
     except changes.TransitionRefused:
         raise UnsupportedOperationError(
-            f"Task {named} moved on; it takes no message now."
+            f"Task {message.task_id} moved on; it takes no message now."
         ) from None
-    history = [message_to_pb(m) for m in Message.objects.filter(task=task)]
-    task.refresh_from_db()
+    history.append(changes.stamp(message, task, pb.ROLE_USER))
     return task, history
 
 
@@ -319,6 +325,7 @@ class Turn:
     context: RequestContext
     state: TaskState
     stored: bool
+    token: str = ""  # a worker's turn: only the job holding it may claim the task
 
 
 def skill_named(message: pb.Message) -> str | None:
@@ -346,17 +353,19 @@ async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     client_id = message.task_id if call.version == V01 else ""
     if client_id and await sync_to_async(is_new_client_id)(call, client_id):
         message.ClearField("task_id")
+    worker = execution_mode(call.agent) == ExecutionMode.WORKER
+    token = f"queued:{uuid.uuid4().hex}" if worker else ""
     if message.task_id:
-        task, history = await sync_to_async(prepare_follow_up)(call, message, push_config)
+        task, history = await prepare_follow_up(call, message, push_config, token)
         message.task_id = str(task.id)  # the executor sees the hub's id, whoever sent it
         spec = spec_for(call, request, task.context_id, task.id)
         context = make_context(call, spec, message, history, continuation=True)
-        return Turn(spec, context, TaskState.WORKING, stored=True)
+        return Turn(spec, context, TaskState.WORKING, stored=True, token=token)
     spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
     spec.client_id = client_id
     spec.push_config = push_config
     context = make_context(call, spec, message, [message], continuation=False)
-    return Turn(spec, context, TaskState.SUBMITTED, stored=False)
+    return Turn(spec, context, TaskState.SUBMITTED, stored=False, token=token)
 
 
 async def send_message(call: Call, request: pb.SendMessageRequest) -> pb.Task | pb.Message:
@@ -393,7 +402,7 @@ async def run_turn(
     immediate = request.configuration.return_immediately
     spec = turn.spec
     if spec.execution_mode == ExecutionMode.WORKER:
-        return await run_on_worker(call, spec, turn.stored, immediate, length)
+        return await run_on_worker(call, spec, turn, immediate, length)
     updater = await runner.start(call.agent, spec, turn.context, turn.state, stored=turn.stored)
     if immediate:
         await updater.flush()
@@ -419,10 +428,11 @@ REPLY_GRACE_SECONDS = 2.0
 
 
 async def run_on_worker(
-    call: Call, spec: NewTask, stored: bool, immediate: bool, length: int | None
+    call: Call, spec: NewTask, turn: Turn, immediate: bool, length: int | None
 ) -> pb.Task:
+    stored = turn.stored
     if immediate:
-        await queue_turn(spec, stored)
+        await queue_turn(spec, turn)
         return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
     task_id = str(spec.id)
     channel, reply = await events.expect_reply(task_id)
@@ -433,7 +443,7 @@ async def run_on_worker(
             raise unavailable("message broker")
         # A job the broker did not take now (it is away) runs once it is back: no reply is
         # coming soon, so the send answers with the task as stored.
-        queued = await queue_turn(spec, stored, channel)
+        queued = await queue_turn(spec, turn, channel)
         ended = await wait_for_end(task_id, reply) if queued else b""
     finally:
         events.forget_reply(channel, task_id)
@@ -442,25 +452,13 @@ async def run_on_worker(
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 
 
-async def queue_turn(spec: NewTask, stored: bool, reply_to: str = "") -> bool:
-    """Store the task (when new) and hand its turn to a worker; only that job may claim it.
-    The job replies to the `reply_to` channel when the turn ends. Whether the broker took
-    the job at once."""
-    token = f"queued:{uuid.uuid4().hex}"
-    if stored or spec.push_config is not None or not asyncdb.available():
-        return await sync_to_async(store_for_worker)(spec, stored, token, reply_to)
-    # A new task without webhooks: one INSERT statement and one LPUSH, from the loop.
-    await lifecycle.open_task_async(spec, [], runner=token)
-    return await queueing.enqueue_run_async(str(spec.id), token, reply_to)
-
-
-def store_for_worker(spec: NewTask, stored: bool, token: str, reply_to: str = "") -> bool:
-    if not stored:
-        lifecycle.open_task(spec, [], runner=token)
-    else:
-        Task.objects.filter(id=spec.id).update(runner=token)
-    # Enqueueing blocks on the broker: here, off the event loop.
-    return queueing.enqueue_run(str(spec.id), token, reply_to)
+async def queue_turn(spec: NewTask, turn: Turn, reply_to: str = "") -> bool:
+    """Store the task (when new; a follow-up named its job when it was stored) and hand its
+    turn to a worker; only that job may claim it. The job replies to the `reply_to` channel
+    when the turn ends. Whether the broker took the job at once."""
+    if not turn.stored:
+        await writer.open(spec, [], runner=turn.token)
+    return await queueing.enqueue_run(str(spec.id), turn.token, reply_to)
 
 
 async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:

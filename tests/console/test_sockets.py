@@ -17,7 +17,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from console import feeds, sockets
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import StatusChange
 from tasks.models import TaskState
 from tests.factories.agents import make_agent
@@ -161,7 +161,7 @@ async def test_the_timeline_gets_what_the_page_missed_then_each_new_event(
         assert missed["events"][0]["state"] == "Working"  # as the admin shows the field
 
         completed = [StatusChange(TaskState.COMPLETED)]
-        await sync_to_async(lifecycle.record)(task.id, TaskState.WORKING, completed)
+        await writer.record(task.id, TaskState.WORKING, completed)
 
         new = await next_of(page, "events")
         assert [e["sequence"] for e in new["events"]] == [3]
@@ -183,9 +183,7 @@ async def test_after_new_events_the_task_page_gets_its_other_parts_as_they_now_a
         assert first["messages"] == []  # the page has the first message (position 0)
 
         reply = agent_reply("All done.")
-        await sync_to_async(lifecycle.record)(
-            task.id, TaskState.WORKING, [StatusChange(TaskState.COMPLETED, reply)]
-        )
+        await writer.record(task.id, TaskState.WORKING, [StatusChange(TaskState.COMPLETED, reply)])
 
         now = await next_of(page, "task")
         assert now["finished"] is True
@@ -218,7 +216,7 @@ async def test_two_pages_of_one_task_share_its_feed_and_each_gets_every_event(
         assert len([key for key in feeds._feeds if key[1] == ("task", str(task.id))]) == 1
 
         completed = [StatusChange(TaskState.COMPLETED)]
-        await sync_to_async(lifecycle.record)(task.id, TaskState.WORKING, completed)
+        await writer.record(task.id, TaskState.WORKING, completed)
 
         assert (await sequences_until(first, 3))[-1:] == [3]
         assert (await sequences_until(second, 3))[-1:] == [3]

@@ -24,7 +24,7 @@ from google.protobuf import struct_pb2
 
 from agents.models import ApiKey
 from executors.demo_skills import draw_png
-from tasks.lifecycle import ArtifactChange, StatusChange
+from tasks.changes import ArtifactChange, StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.agents import owned
 from tests.factories.oauth import machine

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 from django.utils import timezone
 
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import ArtifactChange, Change, NewTask, StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.messages import user_message
@@ -36,7 +37,7 @@ def open_task(
         agent_id=agent.pk, owner=owner, context_id=context_id,
         message=message or first_message(), protocol_version=V1, execution_mode="inline",
     )  # fmt: skip
-    lifecycle.open_task(spec, changes)
+    async_to_sync(writer.open)(spec, changes)
     return Task.objects.get(id=spec.id)
 
 

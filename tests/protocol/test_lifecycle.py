@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import ArtifactChange, Change, NewTask, StatusChange, TransitionRefused
 from tasks.models import Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
@@ -50,7 +51,7 @@ def artifact(text: str, artifact_id: str = "a-1") -> pb.Artifact:
 def new_task(agent: Agent, changes: Sequence[Change] = ()) -> uuid.UUID:
     spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=user_message(),
                    protocol_version=V1, execution_mode="inline")  # fmt: skip
-    lifecycle.open_task(spec, changes)
+    async_to_sync(writer.open)(spec, changes)
     return spec.id
 
 
@@ -60,7 +61,7 @@ def task_in(agent: Agent, state: TaskState) -> uuid.UUID:
         return new_task(agent)
     if state == S.CANCELED:
         task_id = new_task(agent)
-        lifecycle.cancel(task_id, OWNER)
+        async_to_sync(writer.cancel)(task_id, OWNER)
         return task_id
     return new_task(agent, [StatusChange(state)])
 
@@ -81,7 +82,7 @@ def test_it_allows_exactly_the_transitions_of_the_contract(
     before = sequences(task_id)
 
     try:
-        outcome = lifecycle.record(task_id, start, [StatusChange(target)])
+        outcome = async_to_sync(writer.record)(task_id, start, [StatusChange(target)])
     except TransitionRefused as refused:
         assert target not in ALLOWED[start]
         assert refused.current == start
@@ -98,7 +99,7 @@ def test_it_allows_exactly_the_transitions_of_the_contract(
 def test_it_cancels_every_open_task(echo: Agent, start: TaskState) -> None:
     task_id = task_in(echo, start)
 
-    lifecycle.cancel(task_id, OWNER)
+    async_to_sync(writer.cancel)(task_id, OWNER)
 
     assert state(task_id) == S.CANCELED
     event = TaskEvent.objects.filter(task_id=task_id).last()
@@ -111,10 +112,10 @@ def test_it_never_changes_a_terminal_task(echo: Agent, end: TaskState) -> None:
     task_id = task_in(echo, end)
     before = sequences(task_id)
     attempts = [
-        lambda: lifecycle.cancel(task_id, OWNER),
-        lambda: lifecycle.add_user_message(task_id, OWNER, user_message("again")),
-        lambda: lifecycle.record(task_id, end, [ArtifactChange(artifact("late"))]),
-        lambda: lifecycle.record(task_id, S.WORKING, [StatusChange(S.COMPLETED)]),
+        lambda: async_to_sync(writer.cancel)(task_id, OWNER),
+        lambda: async_to_sync(writer.add_user_message)(task_id, OWNER, user_message("again")),
+        lambda: async_to_sync(writer.record)(task_id, end, [ArtifactChange(artifact("late"))]),
+        lambda: async_to_sync(writer.record)(task_id, S.WORKING, [StatusChange(S.COMPLETED)]),
     ]
 
     for attempt in attempts:
@@ -129,10 +130,10 @@ def test_it_never_changes_a_terminal_task(echo: Agent, end: TaskState) -> None:
 
 def test_it_refuses_a_change_when_the_task_moved_on_meanwhile(echo: Agent) -> None:
     task_id = task_in(echo, S.WORKING)
-    lifecycle.cancel(task_id, OWNER)
+    async_to_sync(writer.cancel)(task_id, OWNER)
 
     with pytest.raises(TransitionRefused) as refused:
-        lifecycle.record(task_id, S.WORKING, [StatusChange(S.COMPLETED)])
+        async_to_sync(writer.record)(task_id, S.WORKING, [StatusChange(S.COMPLETED)])
 
     assert refused.value.current == S.CANCELED
     assert state(task_id) == S.CANCELED
@@ -142,13 +143,13 @@ def test_it_refuses_artifacts_on_an_interrupted_task(echo: Agent) -> None:
     task_id = task_in(echo, S.INPUT_REQUIRED)
 
     with pytest.raises(TransitionRefused):
-        lifecycle.record(task_id, S.INPUT_REQUIRED, [ArtifactChange(artifact("x"))])
+        async_to_sync(writer.record)(task_id, S.INPUT_REQUIRED, [ArtifactChange(artifact("x"))])
 
 
 def test_it_resumes_an_interrupted_task_with_a_user_message(echo: Agent) -> None:
     task_id = task_in(echo, S.INPUT_REQUIRED)
 
-    lifecycle.add_user_message(task_id, OWNER, user_message("more"))
+    async_to_sync(writer.add_user_message)(task_id, OWNER, user_message("more"))
 
     assert state(task_id) == S.WORKING
     assert Task.objects.get(id=task_id).messages.count() == 2
@@ -159,15 +160,17 @@ def test_it_refuses_a_user_message_for_someone_elses_task(echo: Agent) -> None:
     task_id = task_in(echo, S.INPUT_REQUIRED)
 
     with pytest.raises(TransitionRefused):
-        lifecycle.add_user_message(task_id, "apikey:someone-else", user_message())
+        async_to_sync(writer.add_user_message)(task_id, "apikey:someone-else", user_message())
 
     assert state(task_id) == S.INPUT_REQUIRED
 
 
 def test_it_writes_one_event_per_change_numbered_without_gaps(echo: Agent) -> None:
     task_id = new_task(echo, [StatusChange(S.WORKING)])
-    lifecycle.record(task_id, S.WORKING, [ArtifactChange(artifact("one "), last_chunk=False)])
-    lifecycle.record(
+    async_to_sync(writer.record)(
+        task_id, S.WORKING, [ArtifactChange(artifact("one "), last_chunk=False)]
+    )
+    async_to_sync(writer.record)(
         task_id, S.WORKING,
         [ArtifactChange(artifact("two"), append=True, last_chunk=True), StatusChange(S.WORKING),
          StatusChange(S.COMPLETED)],

@@ -7,11 +7,12 @@ import re
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import NewTask, StatusChange
 from tasks.models import ExecutionMode, TaskState
 from tests.factories.agents import secured_agent
@@ -65,7 +66,7 @@ def test_a_send_beyond_the_concurrent_tasks_is_refused(caller: Caller) -> None:
     message = user_message("still going", message_id="m")
     spec = NewTask(agent_id=agent.pk, owner=caller.principal, context_id="c", message=message,
                    protocol_version=V1, execution_mode=ExecutionMode.INLINE)  # fmt: skip
-    lifecycle.open_task(spec, [StatusChange(TaskState.WORKING)])
+    async_to_sync(writer.open)(spec, [StatusChange(TaskState.WORKING)])
 
     refused = send(caller, "busy", V1)
 

@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import NewTask
 from tasks.models import ExecutionMode
 from tests.factories.envelopes import sample
@@ -42,7 +43,7 @@ def store_tasks(agent: Agent, owner: str, count: int) -> None:
         message = user_message(f"task {n}", message_id=f"bulk-{n}")
         spec = NewTask(agent_id=agent.pk, owner=owner, context_id=f"bulk-{n}", message=message,
                        protocol_version=V1, execution_mode=ExecutionMode.INLINE)  # fmt: skip
-        lifecycle.open_task(spec)
+        async_to_sync(writer.open)(spec)
 
 
 def test_it_lists_the_callers_tasks_newest_first(caller: Caller, tck: Agent) -> None:

@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from a2ahub.errors import InvalidParamsError
 from agents.models import Agent
 from push.models import PushNotificationConfig
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import NewTask
 from tasks.models import Task
 from tasks.wire import V01
@@ -400,7 +400,7 @@ def test_a_first_send_that_loses_the_race_for_its_id_is_told_why(
     winner = Task.objects.get(client_id=SEED_TASK)
 
     with pytest.raises(InvalidParamsError) as refused:
-        lifecycle.open_task(second_opening(winner))
+        async_to_sync(writer.open)(second_opening(winner))
 
     assert refused.value.data == {"field": "id"}
     assert Task.objects.filter(client_id=SEED_TASK).count() == 1
@@ -416,7 +416,7 @@ async def test_the_event_loops_writer_tells_the_loser_of_the_race_too(
     winner = await Task.objects.aget(client_id=SEED_TASK)
 
     with pytest.raises(InvalidParamsError) as refused:
-        await lifecycle.open_task_async(second_opening(winner))
+        await writer.open(second_opening(winner))
 
     assert refused.value.data == {"field": "id"}
     assert await Task.objects.filter(client_id=SEED_TASK).acount() == 1

@@ -1,6 +1,7 @@
-"""A send that opens a task with a webhook, from the event loop on PostgreSQL: the task, its
-whole first turn, the config and a delivery of each event are one statement, which commits all
-of them or none; the delivery engines are woken over Redis once it has run."""
+"""Writes of a task with a webhook, from the event loop on PostgreSQL: a send that opens it (the
+task, its whole first turn, the config and a delivery of each event), a change of it and a
+follow-up that gives it another config are each one statement, which commits all of them or
+none; the delivery engines are woken over Redis once it has run."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
 from a2ahub import asyncdb, redis_clients
 from agents.models import Agent
+from push.configs import create_config
 from push.engine import WAKE_CHANNEL
 from push.models import Delivery, DeliveryState, PushNotificationConfig
-from tasks import lifecycle
-from tasks.changes import NewTask
+from tasks import writer
+from tasks.changes import Known, NewTask, StatusChange
 from tasks.models import Task, TaskEvent, TaskState
 from tests.factories.agents import make_agent
 from tests.helpers import postgresql_only
@@ -53,6 +56,7 @@ def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[st
     a wake-up of the delivery engines within two seconds (1) or not (0)."""
 
     async def run() -> int:
+        asyncdb.enabled.set(True)  # as the hub's ASGI app does for its requests
         client = redis_clients.subscriber_client(settings.REDIS_URL)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(WAKE_CHANNEL)
@@ -80,9 +84,7 @@ def test_a_new_task_its_webhook_and_every_delivery_are_one_statement(
     spec = with_webhook(new_task(agent))
     before = timezone.now()
 
-    heard = on_a_loop_hearing_wakeups(
-        lambda: lifecycle.open_task_async(spec, a_whole_turn()), loop_statements
-    )
+    heard = on_a_loop_hearing_wakeups(lambda: writer.open(spec, a_whole_turn()), loop_statements)
 
     assert len(loop_statements) == 1, loop_statements
     assert heard == 1
@@ -113,7 +115,7 @@ def test_a_new_task_its_webhook_and_every_delivery_are_one_statement(
 def test_a_named_webhook_keeps_its_name(agent: Agent, loop_statements: list[str]) -> None:
     spec = with_webhook(new_task(agent), config_id="mine")
 
-    on_a_loop_hearing_wakeups(lambda: lifecycle.open_task_async(spec), loop_statements)
+    on_a_loop_hearing_wakeups(lambda: writer.open(spec), loop_statements)
 
     config = PushNotificationConfig.objects.get(task_id=spec.id)
     assert config.config_id == "mine"
@@ -124,13 +126,13 @@ def test_a_statement_that_fails_leaves_no_webhook_and_no_delivery(
     agent: Agent, loop_statements: list[str]
 ) -> None:
     first = new_task(agent)
-    lifecycle.open_task(first)
+    async_to_sync(writer.open)(first)
     clash = with_webhook(new_task(agent))
     clash.id = first.id  # the task exists: its INSERT fails, and every part with it
 
     async def write() -> None:
         with pytest.raises(IntegrityError):
-            await lifecycle.open_task_async(clash, a_whole_turn())
+            await writer.open(clash, a_whole_turn())
 
     assert on_a_loop_hearing_wakeups(write, loop_statements) == 0
 
@@ -138,3 +140,57 @@ def test_a_statement_that_fails_leaves_no_webhook_and_no_delivery(
     assert not Delivery.objects.exists()
     assert TaskEvent.objects.filter(task_id=first.id).count() == 1
     assert Task.objects.get(id=first.id).state == S.SUBMITTED
+
+
+def test_a_change_of_a_followed_task_and_its_deliveries_are_one_statement(
+    agent: Agent, loop_statements: list[str]
+) -> None:
+    spec = with_webhook(new_task(agent))
+    async_to_sync(writer.open)(spec)
+    known = Known(spec.context_id, 1, {}, push_enabled=True)
+
+    heard = on_a_loop_hearing_wakeups(
+        lambda: writer.record(spec.id, S.SUBMITTED, a_whole_turn(), known), loop_statements
+    )
+
+    assert len(loop_statements) == 1, loop_statements
+    assert heard == 1
+    assert Task.objects.get(id=spec.id).state == S.COMPLETED
+    deliveries = Delivery.objects.filter(config__task_id=spec.id).order_by("sequence")
+    events = {e.id: e.sequence for e in TaskEvent.objects.filter(task_id=spec.id)}
+    assert [(d.sequence, events[d.event_id]) for d in deliveries] == [(n, n) for n in (1, 2, 3, 4)]
+
+
+def test_a_task_that_got_a_webhook_meanwhile_has_its_change_delivered(agent: Agent) -> None:
+    spec = new_task(agent)
+    async_to_sync(writer.open)(spec)
+    known = Known(spec.context_id, 1, {}, push_enabled=False)  # as its runner last knew it
+    config = pb.TaskPushNotificationConfig(id="late", url=URL)
+    create_config(Task.objects.get(id=spec.id), config)
+
+    async_to_sync(writer.record)(spec.id, S.SUBMITTED, [StatusChange(S.WORKING)], known)
+
+    assert known.push_enabled is True
+    assert list(Delivery.objects.values_list("sequence", flat=True)) == [2]
+
+
+def test_a_follow_up_with_a_webhook_is_one_statement(
+    agent: Agent, loop_statements: list[str]
+) -> None:
+    spec = with_webhook(new_task(agent), config_id="first")
+    question = StatusChange(S.INPUT_REQUIRED)
+    async_to_sync(writer.open)(spec, [question])
+    task = Task.objects.get(id=spec.id)
+    second = pb.TaskPushNotificationConfig(id="second", url=URL + "/2")
+    answer = pb.Message(message_id="answer", role=pb.ROLE_USER)
+    answer.parts.add(text="yes")
+
+    heard = on_a_loop_hearing_wakeups(
+        lambda: writer.add_user_message(task, spec.owner, answer, second, 1), loop_statements
+    )
+
+    assert len(loop_statements) == 1, loop_statements
+    assert heard == 1
+    assert Task.objects.get(id=spec.id).state == S.WORKING
+    delivered = Delivery.objects.filter(sequence=3).values_list("config__config_id", flat=True)
+    assert sorted(delivered) == ["first", "second"]

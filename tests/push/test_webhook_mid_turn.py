@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 
 from push.configs import create_config
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import Known, NewTask, StatusChange
 from tasks.models import Task, TaskState
 from tests.factories.agents import make_agent
@@ -29,11 +30,13 @@ def test_events_written_after_a_webhook_was_set_mid_turn_are_delivered(
     agent = make_agent("mid-turn")
     spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=user_message(),
                    protocol_version=V1, execution_mode="worker")  # fmt: skip
-    lifecycle.open_task(spec)
+    async_to_sync(writer.open)(spec)
     known = Known("ctx", 1, {}, push_enabled=False)  # as the runner claimed it
     create_config(Task.objects.get(id=spec.id), pb.TaskPushNotificationConfig(url=receiver.url))
 
-    lifecycle.record(spec.id, TaskState.SUBMITTED, [StatusChange(TaskState.COMPLETED)], known)
+    async_to_sync(writer.record)(
+        spec.id, TaskState.SUBMITTED, [StatusChange(TaskState.COMPLETED)], known
+    )
 
     assert [d.sequence for d in deliveries_of(str(spec.id))] == [2]
     assert len(receiver.wait_for(1)) == 1

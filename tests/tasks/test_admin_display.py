@@ -11,7 +11,7 @@ from a2a.types import a2a_pb2 as pb
 from django.test import Client
 from django.urls import reverse
 
-from tasks.lifecycle import StatusChange
+from tasks.changes import StatusChange
 from tasks.models import Task, TaskState
 from tasks.updater import PROGRESS_KEY
 from tests.factories.tasks import open_task

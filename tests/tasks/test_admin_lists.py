@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +19,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from push.models import DeliveryState
-from tasks import lifecycle
+from tasks import writer
 from tasks.admin import SEARCH_HELP
 from tasks.changes import NewTask
 from tasks.models import Binding, Task
@@ -43,7 +44,7 @@ def old_client_task(agent: Agent, client_id: str) -> Task:
     spec = NewTask(agent_id=agent.pk, owner="apikey:3", context_id="conversation-9",
                    message=user_message("hi"), protocol_version="0.1",
                    execution_mode="inline", client_id=client_id)  # fmt: skip
-    lifecycle.open_task(spec)
+    async_to_sync(writer.open)(spec)
     return Task.objects.get(id=spec.id)
 
 

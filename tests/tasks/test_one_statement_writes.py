@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 from django.utils import timezone
 from pytest_django.fixtures import DjangoAssertNumQueries, Settings
 
 from a2ahub import asyncdb
 from agents.models import Agent
-from tasks import changes, lifecycle, sql
+from tasks import changes, sql, writer
 from tasks.changes import ArtifactChange, Known, NewTask, StatusChange
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.factories.messages import user_message
@@ -55,6 +56,7 @@ def on_a_loop(write: Callable[[], Awaitable[Any]], seen: list[str]) -> Any:
     set-up), then close the loop's pool."""
 
     async def run() -> Any:
+        asyncdb.enabled.set(True)  # as the hub's ASGI app does for its requests
         try:
             await asyncdb.pool()
             seen.clear()
@@ -81,7 +83,7 @@ def a_whole_turn() -> list[changes.Change]:
 def stored_task(agent: Agent) -> tuple[uuid.UUID, Known]:
     """A new task, and all its runner knows of it."""
     spec = new_task(agent)
-    lifecycle.open_task(spec)
+    async_to_sync(writer.open)(spec)
     return spec.id, Known("ctx", 1, {}, False, {"n": 1}, [])
 
 
@@ -98,7 +100,7 @@ def test_a_new_task_and_its_first_turn_are_stored_in_one_statement(
     spec = new_task(agent)
 
     with django_assert_num_queries(1):
-        lifecycle.open_task(spec, a_whole_turn())
+        async_to_sync(writer.open)(spec, a_whole_turn())
 
     assert_whole_turn_stored(spec.id)
 
@@ -109,7 +111,7 @@ def test_a_stored_tasks_batch_of_changes_is_one_statement(
     task_id, known = stored_task(agent)
 
     with django_assert_num_queries(1):
-        lifecycle.record(task_id, S.SUBMITTED, a_whole_turn(), known)
+        async_to_sync(writer.record)(task_id, S.SUBMITTED, a_whole_turn(), known)
 
     assert_whole_turn_stored(task_id)
 
@@ -118,7 +120,7 @@ def test_a_job_claims_its_task_with_the_tasks_messages_in_one_statement(
     agent: Agent, django_assert_num_queries: DjangoAssertNumQueries
 ) -> None:
     spec, token = new_task(agent), f"queued:{uuid.uuid4().hex}"
-    lifecycle.open_task(spec, runner=token)
+    async_to_sync(writer.open)(spec, runner=token)
 
     with django_assert_num_queries(1):
         claimed = sql.claim_task(str(spec.id), token, "me", timezone.now())
@@ -133,7 +135,7 @@ def test_a_new_task_from_the_event_loop_is_one_statement(
 ) -> None:
     spec = new_task(agent)
 
-    on_a_loop(lambda: lifecycle.open_task_async(spec, a_whole_turn()), loop_statements)
+    on_a_loop(lambda: writer.open(spec, a_whole_turn()), loop_statements)
 
     assert len(loop_statements) == 1, loop_statements
     assert_whole_turn_stored(spec.id)
@@ -145,7 +147,7 @@ def test_a_batch_of_changes_from_the_event_loop_is_one_statement(
     task_id, known = stored_task(agent)
 
     outcome = on_a_loop(
-        lambda: lifecycle.record_async(task_id, S.SUBMITTED, a_whole_turn(), known),
+        lambda: writer.record(task_id, S.SUBMITTED, a_whole_turn(), known),
         loop_statements,
     )
 

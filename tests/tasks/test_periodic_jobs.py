@@ -8,13 +8,14 @@ from datetime import timedelta
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
 from a2ahub import schedule
 from a2ahub.celery import app as celery_app
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import NewTask, StatusChange
 from tasks.models import Task, TaskState
 
@@ -29,7 +30,7 @@ def working_task_last_heard(agent: Agent, seconds_ago: float) -> uuid.UUID:
     message.parts.add(text="hi")
     spec = NewTask(agent_id=agent.pk, owner="apikey:periodic", context_id="ctx",
                    message=message, protocol_version="1.0", execution_mode="inline")  # fmt: skip
-    lifecycle.open_task(spec, [StatusChange(TaskState.WORKING)])
+    async_to_sync(writer.open)(spec, [StatusChange(TaskState.WORKING)])
     heard = timezone.now() - timedelta(seconds=seconds_ago)
     Task.objects.filter(id=spec.id).update(heartbeat_at=heard, runner="a-process-that-died")
     return spec.id

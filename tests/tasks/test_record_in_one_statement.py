@@ -12,9 +12,10 @@ import uuid
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 
 from agents.models import Agent
-from tasks import lifecycle
+from tasks import writer
 from tasks.changes import ArtifactChange, Known, NewTask, StatusChange, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tasks.reading import load_task
@@ -48,7 +49,7 @@ def stored_task(agent: Agent) -> tuple[uuid.UUID, Known]:
     spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx",
                    message=user_message("hello"), protocol_version=V1,
                    execution_mode="worker", metadata={"n": 1})  # fmt: skip
-    lifecycle.open_task(spec)
+    async_to_sync(writer.open)(spec)
     history = [load_task(Task.objects.get(id=spec.id), None).history[0]]
     return spec.id, Known("ctx", 1, {}, False, {"n": 1}, history)
 
@@ -56,7 +57,7 @@ def stored_task(agent: Agent) -> tuple[uuid.UUID, Known]:
 def test_it_writes_a_turn_with_its_events_numbered_after_the_stored_ones(agent: Agent) -> None:
     task_id, known = stored_task(agent)
 
-    outcome = lifecycle.record(
+    outcome = async_to_sync(writer.record)(
         task_id, S.SUBMITTED, [StatusChange(S.WORKING), chunk("hi"), StatusChange(S.COMPLETED)],
         known,
     )  # fmt: skip
@@ -73,9 +74,11 @@ def test_it_writes_a_turn_with_its_events_numbered_after_the_stored_ones(agent: 
 
 def test_the_write_that_ends_a_turn_returns_the_task_as_stored(agent: Agent) -> None:
     task_id, known = stored_task(agent)
-    lifecycle.record(task_id, S.SUBMITTED, [StatusChange(S.WORKING), chunk("one ")], known)
+    async_to_sync(writer.record)(
+        task_id, S.SUBMITTED, [StatusChange(S.WORKING), chunk("one ")], known
+    )
 
-    outcome = lifecycle.record(
+    outcome = async_to_sync(writer.record)(
         task_id, S.WORKING, [chunk("two", append=True), StatusChange(S.COMPLETED)], known
     )
 
@@ -86,10 +89,12 @@ def test_the_write_that_ends_a_turn_returns_the_task_as_stored(agent: Agent) -> 
 
 def test_it_refuses_a_change_on_a_task_that_moved_on_and_writes_nothing(agent: Agent) -> None:
     task_id, known = stored_task(agent)
-    lifecycle.cancel(task_id, OWNER)
+    async_to_sync(writer.cancel)(task_id, OWNER)
 
     with pytest.raises(TransitionRefused) as refused:
-        lifecycle.record(task_id, S.SUBMITTED, [chunk("late"), StatusChange(S.COMPLETED)], known)
+        async_to_sync(writer.record)(
+            task_id, S.SUBMITTED, [chunk("late"), StatusChange(S.COMPLETED)], known
+        )
 
     assert refused.value.current == S.CANCELED
     assert Task.objects.get(id=task_id).state == S.CANCELED
@@ -104,8 +109,8 @@ def test_a_status_message_is_stored_in_the_history_and_the_snapshot(agent: Agent
     question = pb.Message(message_id="q-1", role=pb.ROLE_AGENT)
     question.parts.add(text="Which one?")
 
-    outcome = lifecycle.record(task_id, S.SUBMITTED, [StatusChange(S.INPUT_REQUIRED, question)],
-                               known)  # fmt: skip
+    asked = [StatusChange(S.INPUT_REQUIRED, question)]
+    outcome = async_to_sync(writer.record)(task_id, S.SUBMITTED, asked, known)
 
     assert [m.message_id for m in Message.objects.filter(task_id=task_id)][1:] == ["q-1"]
     assert outcome.snapshot is not None

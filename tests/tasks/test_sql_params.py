@@ -29,7 +29,6 @@ from tasks.changes import (
     StatusChange,
     apply_changes,
     plan_open,
-    status_of,
 )
 from tasks.models import Artifact, Message, Task, TaskEvent, TaskState
 from tests.helpers import postgresql_only
@@ -169,14 +168,15 @@ def test_a_batch_of_changes_is_stored_as_the_orm_stores_it(agent: Agent, on: str
     save_with_orm(copied(opened, orm_id))
     now, changes = timezone.now(), a_turn(S.INPUT_REQUIRED)
     shell = Task(id=raw_id, context_id="ctx", state=S.SUBMITTED)
-    writer = Plan(shell, 0, now)  # as `lifecycle.record` collects a batch
+    writer = Plan(shell, 0, now)  # as `writer.record` collects a batch
     apply_changes(writer, changes, {}, len(opened[1]))
-    status = status_of(shell, changes) or {}
-    batch = sql.RecordRows(writer.messages, writer.artifacts, writer.events)
-
-    returned = run(
-        *sql.record_statement(raw_id, S.SUBMITTED, S.INPUT_REQUIRED, now, status, batch), on=on
+    status = {"status_message": shell.status_message, "status_timestamp": shell.status_timestamp}
+    values = {"state": S.INPUT_REQUIRED, "updated_at": now, "heartbeat_at": now, **status}
+    batch = sql.Change(
+        raw_id, (S.SUBMITTED,), values, writer.messages, writer.artifacts, [], writer.events
     )
+
+    returned = run(*sql.change_statement(batch), on=on)
     Task.objects.filter(id=orm_id).update(
         state=S.INPUT_REQUIRED, updated_at=now, heartbeat_at=now,
         last_sequence=F("last_sequence") + len(writer.events), **status,
@@ -187,5 +187,5 @@ def test_a_batch_of_changes_is_stored_as_the_orm_stores_it(agent: Agent, on: str
         [clone(e, task_id=orm_id, sequence=e.sequence + first_events) for e in writer.events]
     )
 
-    assert returned == [(first_events + len(writer.events),)]
+    assert returned == [(first_events + len(writer.events), False)]
     assert_stored_alike(raw_id, orm_id)

@@ -19,13 +19,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connections
 from django.utils import timezone
 
 from a2ahub import worker
 from a2ahub.celery import app
 from agents.models import Agent
-from tasks import changes, jobs, lifecycle, runner, sql
+from tasks import changes, jobs, runner, sql, writer
 from tasks.changes import NewTask
 from tasks.models import Artifact, Task, TaskState
 from tests.factories.agents import make_agent
@@ -43,7 +44,7 @@ def queued_task(agent: Agent, text: str = "hello") -> tuple[str, str]:
     spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx",
                    message=user_message(text), protocol_version=V1,
                    execution_mode="worker")  # fmt: skip
-    lifecycle.open_task(spec, runner=token)
+    async_to_sync(writer.open)(spec, runner=token)
     return str(spec.id), token
 
 
@@ -97,8 +98,8 @@ def test_a_claim_reads_the_tasks_messages_in_order(db: None) -> None:
     agent = make_agent("interviewer", executor_kind="interview")
     task_id, _ = queued_task(agent)
     question = changes.StatusChange(TaskState.INPUT_REQUIRED, user_message("q"))
-    lifecycle.record(uuid.UUID(task_id), TaskState.SUBMITTED, [question])
-    lifecycle.add_user_message(uuid.UUID(task_id), OWNER, user_message("answer"))
+    async_to_sync(writer.record)(uuid.UUID(task_id), TaskState.SUBMITTED, [question])
+    async_to_sync(writer.add_user_message)(uuid.UUID(task_id), OWNER, user_message("answer"))
     token = "queued:follow-up"
     Task.objects.filter(id=task_id).update(runner=token)
 
@@ -138,8 +139,7 @@ def test_a_cancel_stops_a_turn_running_on_a_worker_thread(
     job = worker_thread(lambda: jobs.run_task(task_id, token))
     wait_for_state(task_id, TaskState.WORKING)
 
-    lifecycle.cancel(uuid.UUID(task_id), OWNER)
-    runner.stop_everywhere(task_id)
+    async_to_sync(writer.cancel)(uuid.UUID(task_id), OWNER)
     job.join(timeout=10)
 
     assert not job.is_alive()

@@ -1,0 +1,221 @@
+"""The only writer of task state, one async API for every write.
+
+Each write is planned without the database (`tasks.changes`): a conditional UPDATE on the
+state the writer expects, the rows the change adds (messages, artifacts), one numbered
+`TaskEvent` per change and, for a task with webhooks, the rows push adds (`tasks.hooks`).
+The plan goes to the one store chosen at start-up (`tasks.stores`), which writes it at once
+(one statement on PostgreSQL) and tells the listeners after the commit. Terminal tasks never
+change. Sync callers call these through `async_to_sync`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from copy import copy
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError
+from django.utils import timezone
+
+from a2ahub.errors import invalid_params
+from tasks import hooks, reading, sql, stopping
+from tasks.changes import (
+    ArtifactChange,
+    Change,
+    Known,
+    NewTask,
+    Outcome,
+    Plan,
+    S,
+    StatusChange,
+    TransitionRefused,
+    agent_text,
+    apply_changes,
+    final_state,
+    plan_open,
+    snapshot_of,
+    stamp,
+)
+from tasks.models import OPEN_STATES, TERMINAL_STATES, Artifact, Task, TaskState
+from tasks.stores import store
+from tasks.wire import ENDING_STATES, message_to_pb, task_to_pb
+
+
+async def open(
+    spec: NewTask, changes: Sequence[Change] = (), runner: str = "", history: bool = True
+) -> Outcome:
+    """Store a new task with its first message and, in the same write, any changes the
+    executor already made (a fast agent's whole life is one write) and its push config.
+    Without `history` the outcome knows no messages, and the turn's end carries no snapshot
+    of the task (a stream, say, has no use for one)."""
+    task, plan, end = plan_open(spec, changes, runner)
+    extra = hooks.rows_for(task, spec.push_config) if spec.push_config is not None else []
+    with client_id_guard(spec):
+        await store().insert(plan, extra)
+    return opened(task, plan, end, history)
+
+
+@contextmanager
+def client_id_guard(spec: NewTask) -> Iterator[None]:
+    """Two first sends naming the same new task (a pre-0.2 client's own id) at once: the
+    unique constraint lets one task be made, and the other request is told why it was not."""
+    try:
+        yield
+    except IntegrityError:
+        if not spec.client_id:
+            raise
+        raise invalid_params(
+            "id", "another request is creating a task with this id; send again once it answers"
+        ) from None
+
+
+def opened(task: Task, plan: Plan, end: TaskState, history: bool) -> Outcome:
+    snapshot = None
+    if end in ENDING_STATES and history:
+        snapshot = task_to_pb(task, plan.messages, plan.artifacts)
+    known = Known(
+        task.context_id, len(plan.messages), {a.artifact_id: a for a in plan.artifacts},
+        push_enabled=task.push_enabled, metadata=task.metadata,
+        history=[message_to_pb(m) for m in plan.messages] if history else None,
+    )  # fmt: skip
+    return Outcome(end, plan.sequence, snapshot, known)
+
+
+async def record(
+    task_id: uuid.UUID | str,
+    expected: TaskState,
+    changes: Sequence[Change],
+    known: Known | None = None,
+    also: dict[str, Any] | None = None,
+) -> Outcome:
+    """Apply an executor's changes to a stored task that is still in the `expected` state.
+    `known` (read when not given) is brought up to date; `also` sets more of the task's
+    fields in the same write."""
+    end = final_state(expected, changes)
+    if known is None:
+        known = await sync_to_async(reading.read_known)(task_id)
+    if known.artifacts is None and any(isinstance(c, ArtifactChange) for c in changes):
+        known.artifacts = await sync_to_async(reading.read_artifacts)(task_id)
+    artifacts: dict[str, Artifact] = {}
+
+    def build(plan: Plan) -> None:
+        # Rows of the known artifacts are changed in copies: known changes only once written.
+        artifacts.clear()
+        artifacts.update({key: copy(row) for key, row in (known.artifacts or {}).items()})
+        apply_changes(plan, changes, artifacts, known.position)
+
+    plan = await apply(task_id, known, (expected,), end, build, also=also)
+    if known.artifacts is not None:
+        known.artifacts = artifacts
+    known.position += len(plan.messages)
+    if known.history is not None:
+        known.history.extend(message_to_pb(m) for m in plan.messages)
+    snapshot = snapshot_of(plan.task, known) if end in ENDING_STATES else None
+    return Outcome(end, plan.sequence, snapshot, known)
+
+
+async def apply(
+    task_id: uuid.UUID | str,
+    known: Known,
+    states: Sequence[str],
+    end: TaskState,
+    build: Callable[[Plan], None],
+    owner: str | None = None,
+    config: pb.TaskPushNotificationConfig | None = None,
+    protocol_version: str = "",
+    also: dict[str, Any] | None = None,
+) -> Plan:
+    """Plan a change with `build` and write it if the task is in one of `states` (and has
+    that `owner`). A task not known to have webhooks is written without push's rows, on the
+    condition that it still has none; one that got a webhook meanwhile is planned again."""
+    while True:
+        shell = Task(
+            id=task_id, context_id=known.context_id, state=states[0],
+            protocol_version=protocol_version,
+        )  # fmt: skip
+        plan = Plan(shell, 0, timezone.now())
+        build(plan)
+        followed = known.push_enabled is not False or config is not None
+        values = {"state": end, "updated_at": plan.now, "heartbeat_at": plan.now}
+        if any(event.kind == "status" for event in plan.events):
+            values |= {
+                "status_message": plan.task.status_message,
+                "status_timestamp": plan.task.status_timestamp,
+            }
+        values |= also or {}
+        if config is not None:
+            values["push_enabled"] = True
+        change = sql.Change(
+            task_id, tuple(states), values, plan.messages, plan.artifacts,
+            plan.updated_artifacts, plan.events, owner=owner, without_push=not followed,
+            extra=hooks.rows_for(shell, config) if followed else (),
+        )  # fmt: skip
+        changed = await store().change(change, plan)
+        if changed is not None:
+            known.push_enabled = changed[1]
+            shell.push_enabled = changed[1]
+            return plan
+        state, pushed = await sync_to_async(reading.state_of)(task_id)
+        if not (state in states and pushed and not followed):
+            raise TransitionRefused(state, end)
+        known.push_enabled = True
+
+
+async def add_user_message(
+    task: Task | uuid.UUID | str,
+    owner: str,
+    message: pb.Message,
+    push_config: pb.TaskPushNotificationConfig | None = None,
+    position: int | None = None,
+    runner: str = "",
+) -> Outcome:
+    """A follow-up message resumes an interrupted task: it goes back to working. A push
+    config sent with it is stored only if the task takes the message (and then hears its
+    events). `position`: how many messages the task has (read when not given); `runner`:
+    the job that is to run the turn (a worker's token), named in the same write."""
+    if not isinstance(task, Task):
+        task = await sync_to_async(reading.read_task)(task)
+    if position is None:
+        position = (await sync_to_async(reading.read_known)(task.id)).position
+    known = Known(task.context_id, position, push_enabled=task.push_enabled)
+
+    def build(plan: Plan) -> None:
+        plan.add_message(stamp(message, plan.task, pb.ROLE_USER), position)
+        plan.status(StatusChange(S.WORKING), 0)
+
+    interrupted = (S.INPUT_REQUIRED, S.AUTH_REQUIRED)
+    plan = await apply(
+        task.id, known, interrupted, S.WORKING, build, owner=owner, config=push_config,
+        protocol_version=task.protocol_version, also={"runner": runner} if runner else None,
+    )  # fmt: skip
+    return Outcome(S.WORKING, plan.sequence)
+
+
+async def cancel(task_id: uuid.UUID | str, owner: str, reason: str = "") -> Outcome:
+    """Cancel an open task and stop its turn, wherever it runs."""
+    known = await sync_to_async(reading.read_known)(task_id)
+    message = agent_text(reason) if reason else None
+
+    def build(plan: Plan) -> None:
+        plan.status(StatusChange(S.CANCELED, message), known.position)
+
+    plan = await apply(task_id, known, tuple(sorted(OPEN_STATES)), S.CANCELED, build, owner=owner)
+    await stopping.stop_everywhere(str(task_id))
+    return Outcome(S.CANCELED, plan.sequence)
+
+
+async def fail_stale(task_id: uuid.UUID | str, reason: str) -> bool:
+    """Fail an open task whose runner went silent; False when it finished meanwhile."""
+    state, _ = await sync_to_async(reading.state_of)(task_id)
+    if state is None or state in TERMINAL_STATES:
+        return False
+    failure = [StatusChange(S.FAILED, agent_text(reason))]
+    try:
+        await record(task_id, TaskState(state), failure, also={"last_error": reason})
+    except TransitionRefused:
+        return False
+    return True
