@@ -589,7 +589,7 @@ def ratio_table(rows: list[dict[str, Any]]) -> str:
 
 
 def ratio_verdict(rows: list[dict[str, Any]]) -> str:
-    ratios = sorted(r["ratio"] for r in rows if r["ratio"] is not None)
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     lags = [r["drain"]["lag_s"] for r in rows if r["drain"]["lag_s"] is not None]
     met = all(
         r["ratio"] is not None and r["ratio"] >= 0.75 and r["drain"]["done"]
