@@ -396,6 +396,10 @@ async def run_turn(
         return await run_on_worker(call, spec, turn.stored, immediate, length)
     updater = await runner.start(call.agent, spec, turn.context, turn.state, stored=turn.stored)
     if immediate:
+        # One loop turn first: an agent that acts before it awaits anything (a fast one ends
+        # there) has its changes written with its new task, one write, rather than a second
+        # write at once (with a webhook, the ORM's transaction and its deliveries).
+        await asyncio.sleep(0)
         await updater.flush()
     else:
         try:
