@@ -341,7 +341,7 @@ async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     check_message(message)
     await check_skill(call, message)
     check_modes(call, request)
-    push_config = inline_push_config(call, request)
+    push_config = await inline_push_config(call, request)
     # A 0.1 send names its task by the caller's own id, a new one as well as a known one.
     client_id = message.task_id if call.version == V01 else ""
     if client_id and await sync_to_async(is_new_client_id)(call, client_id):
