@@ -54,7 +54,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import metadata
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -192,6 +192,12 @@ _own_origins: set[Origin] = set()
 _LEGACY_IPV4 = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}")
 
 
+# The judgements of a host or an address by its spelling alone are kept: every webhook sent and
+# every send carrying one asks them several times over (ipaddress parses a string each time).
+HOSTS_KEPT = 4096
+
+
+@lru_cache(maxsize=HOSTS_KEPT)
 def _normal_host(host: str) -> str:
     host = host.strip().strip("[]").lower().rstrip(".")
     try:
@@ -206,10 +212,16 @@ def _normal_host(host: str) -> str:
     return host
 
 
-def _allowed_hosts() -> set[str]:
-    return {_normal_host(host) for host in settings.OUTBOUND_ALLOWED_HOSTS}
+def _allowed_hosts() -> frozenset[str]:
+    return _normal_hosts(tuple(settings.OUTBOUND_ALLOWED_HOSTS))
 
 
+@lru_cache(maxsize=16)
+def _normal_hosts(hosts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(_normal_host(host) for host in hosts)
+
+
+@lru_cache(maxsize=HOSTS_KEPT)
 def _origin(url: str) -> Origin | None:
     try:
         parsed = httpx.URL(url)
@@ -261,6 +273,7 @@ def _plain_hosts(hosts: Iterable[str]) -> set[str]:
     return {_normal_host(h) for h in hosts if h and "*" not in h and not h.startswith(".")}
 
 
+@lru_cache(maxsize=HOSTS_KEPT)
 def _is_loopback(host: str) -> bool:
     if host in _ANY_ADDRESS or host == "localhost":
         return True
@@ -338,6 +351,7 @@ class _Target:
     hub: bool = False
 
 
+@lru_cache(maxsize=HOSTS_KEPT)  # a webhook's URL is judged at every delivery
 def _parse_url(url: str) -> httpx.URL:
     try:
         parsed = httpx.URL(url)
@@ -375,6 +389,7 @@ def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
     return _Target(host, port, trusted or hub, hub)
 
 
+@lru_cache(maxsize=HOSTS_KEPT)
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -399,6 +414,16 @@ def _check_addresses(host: str, addresses: Iterable[str]) -> None:
                 f"{where} {reason}; the hub only sends requests to public addresses "
                 "(OUTBOUND_ALLOWED_HOSTS opens a host for development)"
             )
+
+
+def looks_up(url: str) -> bool:
+    """Whether `check_url` may ask DNS about `url`'s host (a name, not an address): a lookup
+    may take seconds, which an event loop must not wait through."""
+    try:
+        host = _parse_url(url).raw_host.decode("ascii")
+    except UnsafeURL:
+        return False  # refused for its form, before any lookup
+    return not _is_address(_normal_host(host))
 
 
 def check_url(url: str, allow_unresolved: bool = False, hub_paths: tuple[str, ...] = ()) -> None:

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -255,7 +255,15 @@ class Client:
 # -- one run: a closed loop of c clients -----------------------------------------------------
 
 
-async def closed_loop(client: Client, args: argparse.Namespace, c: int, pids: list[int]) -> dict:
+class Sender(Protocol):
+    """What a closed loop drives: one checked request at a time (`Client`, push.py's sends)."""
+
+    load: ModuleType
+
+    async def one(self, session: Any, rid: int) -> tuple[float, float]: ...
+
+
+async def closed_loop(client: Sender, args: argparse.Namespace, c: int, pids: list[int]) -> dict:
     """`c` clients, each with one request in flight on its own connection (as a2a_load.py):
     `--warmup` s unmeasured, then `--duration` s counted by when each request ends."""
     import aiohttp

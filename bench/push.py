@@ -22,7 +22,17 @@ inline push config pointing at the receiver (1.0 `SendMessage` with
 Latency is the receiver's arrival time minus the `TaskEvent.created_at` of the delivered
 event (both clocks are this machine's).
 
+With `--send-ratio` it measures instead what a webhook costs the sender, on the seeded `tck`
+agent (`--agent`; its messageIds name the scenario that completes the task), closed loop at
+`--ratio-c` (16) as bench/bindings.py's client: plain blocking `SendMessage` (no config), then
+non-blocking (`returnImmediately`; 0.3 `blocking: false`) sends each carrying a push config to
+the receiver, which runs in a process of its own so that its work is not the client's. It
+prints the non-blocking rate over the blocking one and the delay from the last send's answer
+until every delivery of every task sent has arrived (each task ended, no delivery pending).
+`--rounds` repeats the pair, the order swapped each round.
+
     python bench/push.py                        # from the repository root; about 1.5 minutes
+    python bench/push.py --send-ratio --no-pin  # about a minute; the webhook send / blocking
     python bench/push.py -n 300 -c 8 --protocol 0.3 --markdown out.md
     python bench/push.py --backlog 1000 --slow 20   # the engine's rate, with slow receivers
 """
@@ -32,6 +42,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -83,6 +95,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="how long the slow receiver takes to answer each request",
     )
     p.add_argument("--protocol", choices=("1.0", "0.3"), default="1.0")
+    p.add_argument(
+        "--send-ratio",
+        action="store_true",
+        help="measure non-blocking sends with a webhook against plain blocking sends instead",
+    )
+    p.add_argument("--agent", default="tck", help="the agent --send-ratio sends to")
+    p.add_argument("--ratio-c", type=int, default=16, help="--send-ratio's concurrent clients")
+    p.add_argument("-d", "--duration", type=float, default=6.0, help="--send-ratio: measured s")
+    p.add_argument("--warmup", type=float, default=2.0, help="--send-ratio: unmeasured s first")
+    p.add_argument("--rounds", type=int, default=1, help="--send-ratio: pairs of runs")
+    p.add_argument("--timeout", type=float, default=30.0, help="--send-ratio: per request, s")
     p.add_argument("--server", choices=("hub-daphne", "hub-uvicorn"), default="hub-daphne")
     p.add_argument(
         "--celery-concurrency",
@@ -137,12 +160,19 @@ class Receiver:
         self.arrivals.setdefault(request.headers.get("webhook-id", f"none-{self.posts}"), now)
         return web.Response(text="ok")
 
+    async def arrived(self, request: Any) -> Any:
+        """What a receiver in another process has seen: {webhook-id: arrival}."""
+        from aiohttp import web
+
+        return web.json_response(self.arrivals)
+
     async def start(self, port: int) -> None:
         from aiohttp import web
 
         app = web.Application()
         app.router.add_post("/hook", self.hook)
         app.router.add_post("/slow", self.slow_hook)
+        app.router.add_get("/arrivals", self.arrived)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", port).start()
@@ -376,6 +406,202 @@ async def drive(ctx: dict[str, Any]) -> list[dict[str, Any]]:
         await receiver.stop()
 
 
+# -- the send ratio: what a webhook costs the sender ---------------------------------------
+
+
+def serve_receiver(port: int) -> None:
+    """The receiver's own process (--send-ratio): its work is not the client's."""
+
+    async def serve() -> None:
+        await Receiver().start(port)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+class RatioClient:
+    """One kind of send for bindings.closed_loop: plain blocking sends, checked as
+    a2a_load.py checks them (a completed task), or non-blocking sends with a push config,
+    which must answer with a task; the ids of those are kept, and when the last answer came."""
+
+    def __init__(self, load: Any, url: str, protocol: str, hook: str | None) -> None:
+        self.load, self.url, self.protocol, self.hook = load, url, protocol, hook
+        self.task_ids: list[str] = []
+        self.last_answer = 0.0
+        self.tag = uuid.uuid4().hex[:8]
+
+    def body(self, rid: int) -> tuple[bytes, dict[str, str]]:
+        # The conformance agent runs the scenario its messageId names: this one completes.
+        mid = f"tck-complete-task-{self.tag}{rid:x}"
+        configuration: dict[str, Any] = {}
+        if self.protocol == "1.0":
+            message = {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "hello"}]}
+            if self.hook:
+                configuration = {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": self.hook, "token": mid},
+                }
+            method, headers = "SendMessage", {"A2A-Version": "1.0"}
+        else:
+            message = {
+                "kind": "message",
+                "messageId": mid,
+                "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}],
+            }
+            if self.hook:
+                configuration = {
+                    "blocking": False,
+                    "pushNotificationConfig": {"url": self.hook, "token": mid},
+                }
+            method, headers = "message/send", {}
+        params: dict[str, Any] = {"message": message}
+        if configuration:
+            params["configuration"] = configuration
+        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        headers["Content-Type"] = "application/json"
+        return json.dumps(body).encode(), headers
+
+    async def one(self, session: Any, rid: int) -> tuple[float, float]:
+        body, headers = self.body(rid)
+        started = time.perf_counter()
+        async with session.post(self.url, data=body, headers=headers) as response:
+            raw = await response.read()
+        took = time.perf_counter() - started
+        if response.status != 200:
+            raise self.load.Invalid(f"http-{response.status}", raw[:300].decode(errors="replace"))
+        try:
+            result = self.load.envelope(json.loads(raw), rid)
+        except ValueError:
+            raise self.load.Invalid("bad-json", raw[:200].decode(errors="replace")) from None
+        if self.hook is None:
+            self.load.check_send(result, self.protocol)
+        else:
+            task = result if self.protocol == "0.3" else result.get("task")
+            self.load.task_state(task, self.protocol)  # a task, whatever its state
+            self.task_ids.append(task["id"])
+            self.last_answer = time.time()
+        return took, took
+
+
+UNFINISHED = """
+SELECT count(*) FROM tasks_task
+ WHERE id = ANY(%s::uuid[]) AND state NOT IN ('completed', 'failed', 'canceled', 'rejected')
+"""
+
+
+def unfinished(dsn: str, task_ids: list[str]) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(UNFINISHED, [task_ids]).fetchone()  # type: ignore[arg-type]
+        return int(row[0]) if row else 0
+
+
+async def arrivals(session: Any, hook_base: str) -> dict[str, float]:
+    async with session.get(f"{hook_base}/arrivals") as response:
+        found: dict[str, float] = await response.json()
+        return found
+
+
+async def drain(ctx: dict[str, Any], client: RatioClient) -> dict[str, Any]:
+    """Wait until every task sent has ended and each of its deliveries has arrived; the lag is
+    the last arrival after the last send's answer."""
+    import aiohttp
+
+    args, ids = ctx["args"], client.task_ids
+    deadline = time.monotonic() + args.drain_timeout
+    rows: list[tuple] = []
+    seen: dict[str, float] = {}
+    done = False
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            left = await asyncio.to_thread(unfinished, ctx["dsn"], ids)
+            rows = await asyncio.to_thread(deliveries, ctx["dsn"], ids)
+            seen = await arrivals(session, ctx["hook_base"])
+            if not left and rows and all(r[1] == "delivered" and r[0] in seen for r in rows):
+                done = True
+                break
+            await asyncio.sleep(0.1)
+    ours = [seen[r[0]] for r in rows if r[0] in seen]
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r[5]] = kinds.get(r[5], 0) + 1
+    return {
+        "tasks": len(ids), "deliveries": len(rows), "received": len(ours), "done": done,
+        "lag_s": (max(ours) - client.last_answer) if ours else None, "kinds": kinds,
+        "pending": sum(1 for r in rows if r[1] == "pending"),
+    }  # fmt: skip
+
+
+async def send_ratio(ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rounds of (blocking, non-blocking with a webhook), the order swapped each round."""
+    import bindings
+
+    args = ctx["args"]
+    load = bindings.load_generator(args.shared)
+    rows = []
+    for number in range(1, args.rounds + 1):
+        kinds = ("blocking", "webhook") if number % 2 else ("webhook", "blocking")
+        row: dict[str, Any] = {"round": number}
+        for kind in kinds:
+            hook = ctx["hook"] if kind == "webhook" else None
+            client = RatioClient(load, ctx["url"], args.protocol, hook)
+            print(f"  round {number}: {kind}, c={args.ratio_c}")
+            row[kind] = await bindings.closed_loop(
+                client, args, args.ratio_c, [ctx["pids"]["web"], ctx["pids"]["celery"]]
+            )
+            if hook:
+                row["drain"] = await drain(ctx, client)
+        blocking, webhook = row["blocking"]["rps"], row["webhook"]["rps"]
+        row["ratio"] = webhook / blocking if blocking else None
+        print(f"  round {number}: {ratio_line(row)}")
+        rows.append(row)
+    return rows
+
+
+def ratio_line(row: dict[str, Any]) -> str:
+    b, w, d = row["blocking"], row["webhook"], row["drain"]
+    return (f"blocking {b['rps']:.1f}/s ({b['errors']} errors), non-blocking with a webhook "
+            f"{w['rps']:.1f}/s ({w['errors']} errors): {fmt(row['ratio'], 2)}x; "
+            f"{d['received']} of {d['deliveries']} deliveries of {d['tasks']} tasks arrived, "
+            f"the last {fmt(d['lag_s'], 2)} s after the last send's answer"
+            + ("" if d["done"] else " (NOT ALL: drain timed out)"))  # fmt: skip
+
+
+def ratio_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| round | blocking req/s | webhook req/s | ratio | p50 ms blocking / webhook "
+             "| server CPU ms/req blocking / webhook | PG CPU ms/req blocking / webhook "
+             "| deliveries (per task) | all arrived | lag after last send s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        b, w, d = r["blocking"], r["webhook"], r["drain"]
+        per_task = d["deliveries"] / d["tasks"] if d["tasks"] else 0
+        lines.append(
+            f"| {r['round']} | {b['rps']:.1f} | {w['rps']:.1f} | {fmt(r['ratio'], 2)}x "
+            f"| {fmt(b['end'].get('p50_ms'))} / {fmt(w['end'].get('p50_ms'))} "
+            f"| {fmt(b['server_ms'], 2)} / {fmt(w['server_ms'], 2)} "
+            f"| {fmt(b['pg_ms'], 2)} / {fmt(w['pg_ms'], 2)} "
+            f"| {d['deliveries']} ({per_task:.1f}) | {'yes' if d['done'] else 'NO'} "
+            f"| {fmt(d['lag_s'], 2)} |"
+        )
+    return "\n".join(lines)
+
+
+def ratio_verdict(rows: list[dict[str, Any]]) -> str:
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    lags = [r["drain"]["lag_s"] for r in rows if r["drain"]["lag_s"] is not None]
+    met = all(
+        r["ratio"] is not None and r["ratio"] >= 0.75 and r["drain"]["done"]
+        and r["drain"]["lag_s"] is not None and r["drain"]["lag_s"] <= 2.0
+        and not r["blocking"]["errors"] and not r["webhook"]["errors"] for r in rows
+    )  # fmt: skip
+    return (f"- non-blocking send with a webhook / plain blocking send: "
+            f"{', '.join(f'{x:.2f}x' for x in ratios)}; delivery lag after the last send "
+            f"{', '.join(f'{x:.2f} s' for x in lags)} (target >= 0.75x with every delivery "
+            f"within 2 s): {'MET' if met else 'MISSED'}")  # fmt: skip
+
+
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -402,14 +628,30 @@ def run_all(bench: hub.Bench) -> list[dict[str, Any]]:
         args.server,
         f"http://127.0.0.1:{web_port}/agents/{AGENT}/.well-known/agent-card.json",
     )
-    print(f"\n== push deliveries ({args.protocol}, one Celery worker, "
+    what = "send ratio" if args.send_ratio else "push deliveries"
+    print(f"\n== {what} ({args.protocol}, one Celery worker, "
           f"-P threads -c {args.celery_concurrency})")  # fmt: skip
     ctx = {
         "args": args, "receiver": Receiver(args.slow_seconds), "dsn": dsn, "hook_port": hook_port,
         "hook": f"http://127.0.0.1:{hook_port}/hook",
+        "hook_base": f"http://127.0.0.1:{hook_port}",
         "url": f"http://127.0.0.1:{web_port}/agents/{AGENT}/jsonrpc/",
         "pids": {"celery": celery_pid, "web": web_pid},
     }  # fmt: skip
+    if args.send_ratio:
+        ctx["url"] = f"http://127.0.0.1:{web_port}/agents/{args.agent}/jsonrpc/"
+        receiver = multiprocessing.get_context("fork").Process(
+            target=serve_receiver, args=(hook_port,), daemon=True
+        )
+        receiver.start()
+        try:
+            hub.wait_http(bench, args.server, f"{ctx['hook_base']}/arrivals")
+            results = asyncio.run(send_ratio(ctx))
+        finally:
+            receiver.terminate()
+            receiver.join(5)
+        bench.check_alive("celery")
+        return results
     results = asyncio.run(drive(ctx))
     bench.check_alive("celery")
     return results
@@ -493,11 +735,26 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with hub.bench_session(args, "a2ahub-push-", pin, client_core=True) as bench:
         results = run_all(bench)
+    if args.send_ratio:
+        return ratio_report(bench, results, time.monotonic() - started)
     text = "\n\n".join([f"Run: {environment(bench)}", table(results), notes(results)])
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:
         args.markdown.write_text(f"# Push delivery benchmark\n\n{text}\n")
     bad = any(r["send_errors"] or r["pending"] or r["received"] < r["delivered"] for r in results)
+    return 1 if bad else 0
+
+
+def ratio_report(bench: hub.Bench, rows: list[dict[str, Any]], took: float) -> int:
+    a = bench.args
+    run = (f"{environment(bench).split('; A2A')[0]}; `{a.agent}` agent, A2A {a.protocol}, "
+           f"c={a.ratio_c}, {a.duration:g} s measured + {a.warmup:g} s warm-up a run")  # fmt: skip
+    text = "\n\n".join([f"Run: {run}", ratio_table(rows), ratio_verdict(rows)])
+    print(f"\n{text}\n\n(total {took:.0f} s)")
+    if a.markdown:
+        a.markdown.write_text(f"# Non-blocking send with a webhook\n\n{text}\n")
+    bad = any(r["blocking"].get("fatal") or r["webhook"].get("fatal") or r["blocking"]["errors"]
+              or r["webhook"]["errors"] or not r["drain"]["done"] for r in rows)  # fmt: skip
     return 1 if bad else 0
 
 

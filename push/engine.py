@@ -14,9 +14,9 @@ to its webhook), then gives it back.
 
 Wake-ups travel on the bus (`a2ahub.bus`: in this process embedded, over Redis otherwise) and
 name the task whose change made deliveries: an engine that already works that task's queue
-(it sends what was added without a new claim) or has no room for another queue does not claim
-for it. `a2ahub_push_wakeups_total` counts, by outcome, the claims that found work or none and
-the wake-ups that needed no claim.
+(it sends what was added without a new claim, and asks for more only when such a wake-up came)
+or has no room for another queue does not claim for it. `a2ahub_push_wakeups_total` counts, by
+outcome, the claims that found work or none and the wake-ups that needed no claim.
 
 What can go wrong, and what happens then:
 - the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
@@ -82,6 +82,8 @@ class Engine:
         self.db = ThreadPoolExecutor(1, thread_name_prefix="a2ahub-push-db")
         self.running: dict[int, asyncio.Task[None]] = {}
         self.tasks: dict[int, str] = {}  # config -> task, of the queues held (running, unwritten)
+        # Queues worked whose task was woken for since their claim: only these may have more.
+        self.news: set[int] = set()
         self.wakeups: dict[str, int] = {}  # outcome -> count, not yet added to the metric
         self.outcomes: list[Outcome] = []
         self.releases: list[int] = []
@@ -111,8 +113,10 @@ class Engine:
 
     def hear(self, task_id: str) -> None:
         """A wake-up from the bus, on the engine's loop: claim only when it may find work."""
-        if task_id and task_id in self.tasks.values():
+        held = [config for config, task in self.tasks.items() if task_id and task == task_id]
+        if held:
             self.count(HELD)  # its queue loop takes what was added (or claims after release)
+            self.news.update(held)
         elif len(self.running) >= self.concurrency:
             self.count(FULL)  # a queue that finishes wakes the engine
         else:
@@ -211,6 +215,7 @@ class Engine:
             self.count(CLAIMED if claimed else EMPTY)
             for queue in claimed:
                 self.tasks[queue.target.id] = queue.target.task_id
+                self.news.discard(queue.target.id)  # what was woken for before is in the claim
                 self.running[queue.target.id] = asyncio.create_task(self.work(queue))
 
     async def work(self, queue: Claimed) -> None:
@@ -223,14 +228,21 @@ class Engine:
             while items and await self.send_in_order(target, items, handled):
                 if len(handled) >= claims.WINDOW:
                     break  # released, and claimed again: other queues take their turn
+                if target.id not in self.news:
+                    # No commit woke the engine for its task meanwhile: nothing to ask for (one
+                    # whose wake-up comes late, or is lost, is claimed after the release).
+                    break
+                self.news.discard(target.id)
                 # Events committed while these were sent: on at once, without a new claim.
                 items = await self.in_db(claims.more, target.id, handled)
         except Exception:  # a bug, not a receiver's failure: the lease will run out
             logger.exception("push: working the queue of config %s failed", target.id)
             self.running.pop(target.id, None)
             self.tasks.pop(target.id, None)
+            self.news.discard(target.id)
             return
         self.running.pop(target.id, None)
+        self.news.discard(target.id)  # the release's wake-up claims whatever came since
         self.unwritten.add(target.id)
         self.releases.append(target.id)
         self.written_soon()
@@ -330,6 +342,7 @@ class Engine:
             for config_id in releases:
                 if config_id not in self.running:
                     self.tasks.pop(config_id, None)
+                    self.news.discard(config_id)
             if releases:
                 self.wake()  # a released queue may have more due (a full window, new events)
 

@@ -234,6 +234,30 @@ def test_it_accepts_public_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
     outbound.check_url("http://[::ffff:8.8.8.8]/")
 
 
+def test_a_judgement_follows_the_settings_it_was_made_under(settings: Settings) -> None:
+    # What is kept of a URL's judgement is its spelling's; the allow-list is read every time.
+    url = "http://127.0.0.1:9/hook"
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    outbound.check_url(url)
+    outbound.check_target(url)
+
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    for check in (outbound.check_url, outbound.check_target):
+        with pytest.raises(outbound.UnsafeURL, match="a loopback address"):
+            check(url)
+
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    outbound.check_url(url)
+
+
+def test_only_a_name_is_looked_up() -> None:
+    assert outbound.looks_up("https://hooks.example.test/a2a")
+    assert not outbound.looks_up("http://127.0.0.1:9/hook")
+    assert not outbound.looks_up("http://[::1]:9/hook")
+    assert not outbound.looks_up("http://2130706433/")
+    assert not outbound.looks_up("ftp://hooks.example.test/")
+
+
 def test_it_posts_to_an_allow_listed_local_server_and_reads_its_answer(
     server: str, allow_loopback: None
 ) -> None:

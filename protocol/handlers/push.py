@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from google.protobuf import empty_pb2
 
+from a2ahub import outbound
 from a2ahub.errors import PushNotificationNotSupportedError, TaskNotFoundError
 from protocol.calls import Call
 from protocol.handlers.owned import owned_task
@@ -24,7 +27,7 @@ async def create_push_config(
     call: Call, request: pb.TaskPushNotificationConfig
 ) -> pb.TaskPushNotificationConfig:
     require_push(call)
-    check_config(request)
+    await check_off_loop(request)
 
     def create() -> pb.TaskPushNotificationConfig:
         return public_view(create_config(owned_task(call, request.task_id), request))
@@ -75,12 +78,21 @@ async def delete_push_config(
     return empty_pb2.Empty()
 
 
-def inline_push_config(
+async def inline_push_config(
     call: Call, request: pb.SendMessageRequest
 ) -> pb.TaskPushNotificationConfig | None:
     if not request.configuration.HasField("task_push_notification_config"):
         return None
     config = request.configuration.task_push_notification_config
     require_push(call)
-    check_config(config)
+    await check_off_loop(config)
     return config
+
+
+async def check_off_loop(config: pb.TaskPushNotificationConfig) -> None:
+    """`check_config`, on a thread when its URL check looks the host up (DNS): every other
+    request of the process waits while the loop does."""
+    if outbound.looks_up(config.url):
+        await asyncio.to_thread(check_config, config)
+    else:
+        check_config(config)

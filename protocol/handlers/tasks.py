@@ -348,7 +348,7 @@ async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     check_message(message)
     await check_skill(call, message)
     check_modes(call, request)
-    push_config = inline_push_config(call, request)
+    push_config = await inline_push_config(call, request)
     # A 0.1 send names its task by the caller's own id, a new one as well as a known one.
     client_id = message.task_id if call.version == V01 else ""
     if client_id and await sync_to_async(is_new_client_id)(call, client_id):
@@ -405,6 +405,10 @@ async def run_turn(
         return await run_on_worker(call, spec, turn, immediate, length)
     updater = await runner.start(call.agent, spec, turn.context, turn.state, stored=turn.stored)
     if immediate:
+        # One loop turn first: an agent that acts before it awaits anything (a fast one ends
+        # there) has its changes written with its new task, one write, rather than a second
+        # write at once (with a webhook, the ORM's transaction and its deliveries).
+        await asyncio.sleep(0)
         await updater.flush()
     else:
         try:

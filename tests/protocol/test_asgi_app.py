@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
@@ -22,6 +23,7 @@ from pytest_django.fixtures import Settings
 from a2ahub import asyncdb
 from a2ahub.asgi import application
 from executors.echo import EchoExecutor
+from push.models import Delivery
 from tasks import events
 from tasks.executor import Executor, RequestContext
 from tasks.models import Task, TaskEvent
@@ -415,3 +417,53 @@ async def test_a_fast_agents_turn_reaches_the_client_whole_and_in_order_after_it
     chunks = [p["text"] for _, e in frames if "artifactUpdate" in e
               for p in e["artifactUpdate"]["artifact"]["parts"]]  # fmt: skip
     assert chunks == ["go"] * 5
+
+
+@postgresql_only("the one-statement writes are PostgreSQL's")
+@pytest.mark.parametrize("version", [V1, V03])
+async def test_a_non_blocking_send_with_a_webhook_to_a_fast_agent_is_one_write(
+    app: None, settings: Settings, loop_statements: list[str], monkeypatch: Any, version: str
+) -> None:
+    # The answer does not wait for the agent, but an agent that ends before it awaits anything
+    # has ended by the time its task is written: one statement, its webhook's deliveries in it.
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    await in_db(make_agent, "followed", push_notifications=True)
+    orm_writes = orm_statements(monkeypatch, "INSERT", "UPDATE", "DELETE")
+    hook = "http://127.0.0.1:9/hook"
+    configuration = (
+        {"returnImmediately": True, "taskPushNotificationConfig": {"url": hook}}
+        if version == V1
+        else {"blocking": False, "pushNotificationConfig": {"url": hook}}
+    )
+
+    answer = await call(
+        scope("followed", version), [send_body(version, configuration=configuration)]
+    )
+
+    result = answer.json()["result"]
+    task = result["task"] if version == V1 else result
+    stored = await in_db(Task.objects.get, id=task["id"])
+    assert (stored.state, stored.push_enabled) == ("completed", True)
+    assert len(loop_statements) == 1, loop_statements
+    assert orm_writes == []
+    sequences = await in_db(
+        lambda: sorted(
+            Delivery.objects.filter(config__task=stored).values_list("sequence", flat=True)
+        )
+    )
+    assert sequences == [1, 2, 3, 4]  # the task, working, its artifact, completed
+
+
+def orm_statements(monkeypatch: Any, *verbs: str) -> list[str]:
+    """The statements starting with one of `verbs` that the ORM's connections run from now."""
+    seen: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        text = query if isinstance(query, str) else str(query)
+        if text.lstrip().upper().startswith(verbs):
+            seen.append(text)
+        return execute(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return seen

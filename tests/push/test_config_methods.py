@@ -4,11 +4,13 @@ may do with its own tasks' webhooks, and that the secrets it gave never come bac
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
+from a2ahub import outbound
 from agents.models import Agent
 from push.models import PushNotificationConfig
 from tests.factories.envelopes import UNKNOWN_TASK
@@ -294,3 +296,49 @@ def test_a_config_field_longer_than_the_hub_keeps_is_invalid_params_naming_it(
     assert created["code"] == inline["code"] == -32602
     assert field in created["message"] and field in inline["message"]
     assert not PushNotificationConfig.objects.exists()
+
+
+def lookups_off_the_loop(monkeypatch: pytest.MonkeyPatch, answer: list[str]) -> list[bool]:
+    """Each lookup of a webhook's host from now on: whether it ran outside any event loop."""
+    seen: list[bool] = []
+
+    def resolve(host: str, port: int) -> list[str]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            seen.append(True)
+        else:
+            seen.append(False)
+        return answer
+
+    monkeypatch.setattr(outbound, "resolve", resolve)
+    return seen
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_webhook_named_by_host_is_looked_up_off_the_event_loop(
+    caller: Caller, pusher: Agent, task_id: str, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lookup may take seconds; on the loop, every other request would wait for it.
+    seen = lookups_off_the_loop(monkeypatch, ["93.184.216.34"])
+
+    caller.send("pusher", version, push=webhook(version, PUBLIC_URL))
+    caller.result("pusher", version, "create_config", create_params(
+        version, task_id, webhook(version, PUBLIC_URL)))  # fmt: skip
+
+    assert seen == [True, True]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_webhook_name_that_resolves_to_a_private_address_is_refused_off_the_loop(
+    caller: Caller, pusher: Agent, version: str, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    seen = lookups_off_the_loop(monkeypatch, ["10.0.0.7"])
+    params = send_params(version, "hello", webhook(version, PUBLIC_URL))
+
+    error = caller.error("pusher", version, "send", params)
+
+    assert seen == [True]
+    problem = f"receiver.example.com resolves to 10.0.0.7, a private address{PUBLIC_ONLY}"
+    assert error == invalid_params(version, "url", problem)

@@ -19,7 +19,7 @@ from django.test import Client
 from django.utils import timezone
 
 from agents.models import Agent
-from push import engine, jobs, outcomes
+from push import claims, engine, jobs, outcomes
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
 from push.outcomes import Outcome
 from tasks.models import Task
@@ -287,3 +287,23 @@ def test_a_wake_up_that_found_nothing_to_send_shows_in_the_metrics(
     jobs.kick_task(str(task.id))
 
     assert eventually(lambda: moved(before, wakeups_counted(client)) == {"empty": 1})
+
+
+def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
+    caller: Caller, pusher: Agent, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task's whole turn is one write: its claim holds every delivery, and no later commit
+    # woke the engine for the task, so there is nothing more to ask the database for.
+    asked: list[int] = []
+    more = claims.more
+
+    def counted(config_id: int, handled: list[uuid.UUID]) -> list[Any]:
+        asked.append(config_id)
+        return more(config_id, handled)
+
+    monkeypatch.setattr(claims, "more", counted)
+
+    caller.send("pusher", V1, push=webhook(V1, receiver.url))
+
+    assert sequences_of(receiver.wait_for(EVENTS)) == [1, 2, 3, 4]
+    assert asked == []
