@@ -26,7 +26,7 @@ from tests.factories.agents import make_agent
 STACK_ENV = ("DATABASE_URL", "REDIS_URL")
 
 # Property-based tests: a bounded, repeatable run by default (CI); `make fuzz` runs "deep".
-hypothesis.settings.register_profile("ci", max_examples=1500, derandomize=True, database=None)
+hypothesis.settings.register_profile("ci", max_examples=500, derandomize=True, database=None)
 hypothesis.settings.register_profile("deep", max_examples=50_000, database=None)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
