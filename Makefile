@@ -47,7 +47,7 @@ pytest: install-test
 
 test: lint imports typecheck migrations-check pytest
 
-# The property-based tests run far longer than in `make test` (50,000 cases each, not 1,500).
+# The property-based tests run far longer than in `make test` (50,000 cases each, not 500).
 fuzz: install-test
 	HYPOTHESIS_PROFILE=deep $(VENV)/bin/pytest -p no:cacheprovider -m "not integration" \
 		tests/protocol/test_fuzz_envelopes.py tests/protocol/test_fuzz_rest.py \

@@ -20,9 +20,11 @@ from a2ahub.daphne import LISTEN_BACKLOG
 from tests.helpers import ROOT, embedded_env, free_port, manage, wait_for_http
 
 
-@pytest.fixture
-def running_hub(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    env = embedded_env(tmp_path)
+@pytest.fixture(scope="module")
+def running_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    # One hub for the module: each start migrates, seeds and serves in three processes, and
+    # none of these tests changes what another reads.
+    env = embedded_env(tmp_path_factory.mktemp("hub"))
     manage("migrate", "--noinput", env=env)
     seeded = manage("seed_demo", env=env).stdout
     password = re.search(r"password '([^']+)'", seeded)
