@@ -19,8 +19,10 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import hashers
 from django.contrib.auth.models import User
-from django.test import Client
+from django.db import connections, transaction
+from django.test import Client, TransactionTestCase
 
+from tests.door_client import Door, running
 from tests.factories.agents import make_agent
 
 STACK_ENV = ("DATABASE_URL", "REDIS_URL")
@@ -62,6 +64,40 @@ def django_db_modify_db_settings(
     if database["ENGINE"] == "django.db.backends.sqlite3":
         path = tmp_path_factory.mktemp("db") / "test.sqlite3"
         database.setdefault("TEST", {})["NAME"] = str(path)
+
+
+# Rows a flush deletes and the post_migrate signal then writes again, the same.
+KEPT_TABLES = {"django_content_type", "auth_permission"}
+django_flush = TransactionTestCase._fixture_teardown
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_flush() -> Iterator[None]:
+    """A transactional test (each test through the A2A door is one) ends by emptying the
+    tables. Django's flush truncates every table, then writes the content types and
+    permissions again: 1-2 s a test on a busy PostgreSQL (new files for each table), where
+    deleting the rows takes milliseconds."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", empty_tables)
+        yield
+
+
+def empty_tables(case: TransactionTestCase) -> None:
+    if case.available_apps is not None or case.serialized_rollback:
+        django_flush(case)  # (what those need; no test here sets them)
+        return
+    for alias in case._databases_names(include_mirrors=False):
+        connection = connections[alias]
+        # In one transaction: the foreign keys are checked at its end, when all rows are gone.
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
+            for table in flushed_tables(alias):
+                cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
+
+
+@functools.cache
+def flushed_tables(alias: str) -> list[str]:
+    names = connections[alias].introspection.django_table_names(only_existing=True)
+    return [name for name in names if name not in KEPT_TABLES]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -158,3 +194,13 @@ def counted(method: Callable[..., Any], seen: list[str]) -> Callable[..., Any]:
         return await method(self, query, *args, **kwargs)
 
     return run
+
+
+@pytest.fixture
+def door(transactional_db: None) -> Iterator[Door]:
+    """A client of the A2A doors through the ASGI application production serves, on an event
+    loop of this test's own (tests/door_client.py). The door writes on connections of its
+    own (asyncpg's, or a thread's), which a test's transaction would hide both ways: the test
+    is transactional."""
+    with running():
+        yield Door()

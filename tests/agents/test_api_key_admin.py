@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent, ApiKey, hash_key
+from tests.door_client import Door
 from tests.factories.agents import SECURED
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,7 @@ SEND = {
 }
 
 
-def send(client: Client, agent: Agent, key: str) -> Any:
+def send(client: Door, agent: Agent, key: str) -> Any:
     return client.post(
         f"/agents/{agent.slug}/jsonrpc/", SEND, content_type="application/json",
         headers={"X-API-Key": key},
@@ -107,11 +108,11 @@ def test_the_list_shows_prefix_owner_agent_and_status(
 
 
 def test_a_revoked_key_no_longer_authenticates(
-    client: Client, operator_client: Client, agent_factory: Any
+    door: Door, operator_client: Client, agent_factory: Any
 ) -> None:
     agent = agent_factory("guarded", **SECURED)
     key, secret = ApiKey.issue("client", agent=agent)
-    accepted = send(client, agent, secret)
+    accepted = send(door, agent, secret)
     assert accepted.status_code == 200
     assert "result" in accepted.json()
     response = operator_client.post(
@@ -122,7 +123,7 @@ def test_a_revoked_key_no_longer_authenticates(
     assert "1 key(s) revoked." in [str(m) for m in response.context["messages"]]
     key.refresh_from_db()
     assert key.revoked_at is not None
-    assert send(client, agent, secret).status_code == 401
+    assert send(door, agent, secret).status_code == 401
 
 
 def test_the_key_form_sets_scopes_and_the_list_shows_them(operator_client: Client) -> None:

@@ -15,6 +15,7 @@ from oauth2_provider.models import AccessToken
 from agents import audit
 from agents.models import AccessChange, AccessVia, Agent, ApiKey, CredentialUse
 from agents.principals import ANONYMOUS, key_principal
+from tests.door_client import Door
 from tests.factories.agents import make_agent
 from tests.factories.oauth import machine, token_for
 
@@ -134,13 +135,13 @@ def test_access_changes_are_listed_by_agent_and_operator(
     assert AccessChange.objects.count() == 2
 
 
-def test_tokens_and_applications_show_their_last_use(operator_client: Client) -> None:
+def test_tokens_and_applications_show_their_last_use(operator_client: Client, door: Door) -> None:
     make_agent("vault", oauth2=True)
     app, secret = machine("robot")
     raw = token_for(app, secret)["access_token"]
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "no-such-task"}}
-    Client().post("/agents/vault/jsonrpc/", body, content_type="application/json",
-                  headers={"Authorization": f"Bearer {raw}", "A2A-Version": "1.0"})  # fmt: skip
+    door.post("/agents/vault/jsonrpc/", body, content_type="application/json",
+              headers={"Authorization": f"Bearer {raw}", "A2A-Version": "1.0"})  # fmt: skip
     audit.flush()
     used = CredentialUse.objects.get(token_id=AccessToken.objects.get(application=app).pk)
 

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from agents.models import Access, ApiKey
+from tests.door_client import Door
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +73,7 @@ def test_catalog_lists_registered_agents_beside_hosted_ones(
 
 
 def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_card(
-    agent_factory: Any, client: Client
+    agent_factory: Any, client: Client, door: Door
 ) -> None:
     # Who may call an agent is not whether it is listed: a public agent open to one group is
     # still in the catalog with its card readable by anyone; a private one stays out.
@@ -89,5 +90,5 @@ def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_car
     assert card.status_code == 200
     assert card.json()["name"]
     # The card is not the door: calling it still needs a member's credential.
-    refused = client.post("/agents/team-public/jsonrpc/", "{}", content_type="application/json")
+    refused = door.post("/agents/team-public/jsonrpc/", "{}", content_type="application/json")
     assert refused.status_code == 401

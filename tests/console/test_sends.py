@@ -7,20 +7,20 @@ import uuid
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from console import sends
+from tests.door_client import Door
 from tests.factories.agents import make_agent
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def this_minute() -> int:
     return sends.per_minute(timezone.now(), 1)[-1][1]
 
 
-def send(client: Client, version: str, method: str) -> None:
+def send(client: Door, version: str, method: str) -> None:
     message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER" if version == "1.0" else "user",
                "parts": [{"text": "hi"}]}  # fmt: skip
     if version == "0.3":
@@ -33,7 +33,7 @@ def send(client: Client, version: str, method: str) -> None:
 
 
 @pytest.fixture
-def counted(transactional_db: None, settings: Any) -> None:
+def counted(door: Door, settings: Any) -> None:
     # Counted in this process's memory: Redis's counters are shared by every hub on it (the
     # real-stack test reads them from a Redis of its own).
     settings.REDIS_URL = ""
@@ -43,7 +43,7 @@ def counted(transactional_db: None, settings: Any) -> None:
 
 def test_sends_of_both_versions_are_counted_in_the_current_minute(counted: None) -> None:
     before = this_minute()
-    client = Client()
+    client = Door()
     send(client, "1.0", "SendMessage")
     send(client, "0.3", "message/send")
     client.post("/agents/counted/jsonrpc/", {"jsonrpc": "2.0", "id": 2, "method": "tasks/get",

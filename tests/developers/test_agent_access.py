@@ -24,6 +24,7 @@ from oauth2_provider.models import Application
 
 from agents import audit
 from agents.models import Access, AccessChange, AccessVia, Agent, ApiKey
+from tests.door_client import Door
 from tests.factories.agents import owned
 from tests.factories.oauth import machine, token_for
 
@@ -56,7 +57,7 @@ def send(headers: dict[str, str]) -> Any:
         "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
     }  # fmt: skip
-    return Client().post(
+    return Door().post(
         "/agents/mine/jsonrpc/", json.dumps(envelope), content_type="application/json",
         headers={"A2A-Version": "1.0"} | headers,
     )  # fmt: skip
@@ -93,6 +94,7 @@ def test_another_users_agent_is_not_found_and_stays_as_it_is(mine: Agent, rival:
     assert not mine.allowed_users.exists()
 
 
+@pytest.mark.usefixtures("door")
 def test_the_owner_lists_their_application_and_only_it_may_call(
     dev_client: Client, developer: User, mine: Agent
 ) -> None:
@@ -109,6 +111,7 @@ def test_the_owner_lists_their_application_and_only_it_may_call(
     assert "Who may call mine is saved." in dev_client.get(PAGE).content.decode()
 
 
+@pytest.mark.usefixtures("door")
 def test_listed_users_and_groups_may_call_and_others_may_not(
     dev_client: Client, mine: Agent, friend: User, rival: User
 ) -> None:
@@ -135,6 +138,7 @@ def test_the_page_shows_the_stored_rule(dev_client: Client, mine: Agent, friend:
     assert 'id="id_access_2" checked' in page.content.decode()
 
 
+@pytest.mark.usefixtures("door")
 def test_requiring_oauth2_refuses_a_key_and_takes_a_token(
     dev_client: Client, developer: User, mine: Agent
 ) -> None:
@@ -209,6 +213,7 @@ def test_a_developer_cannot_list_another_users_application(
     assert mine.access == Access.ANYONE
 
 
+@pytest.mark.usefixtures("door")
 def test_an_application_staff_listed_stays_listed_when_the_owner_saves(
     dev_client: Client, developer: User, mine: Agent, rival: User
 ) -> None:
@@ -223,6 +228,7 @@ def test_an_application_staff_listed_stays_listed_when_the_owner_saves(
     assert send(bearer(theirs, secret)).status_code == 200
 
 
+@pytest.mark.usefixtures("door")
 def test_staff_open_any_agents_page_and_may_list_any_application(
     operator_client: Client, mine: Agent, rival: User
 ) -> None:
@@ -258,6 +264,7 @@ def test_a_saved_change_is_logged_as_made_on_the_developer_pages_and_listed_on_t
     assert AccessChange.objects.filter(agent=mine).count() == 1  # nothing changed: nothing logged
 
 
+@pytest.mark.usefixtures("door")
 def test_the_page_lists_who_called_with_which_credential_once_the_calls_are_written(
     dev_client: Client, developer: User, mine: Agent, friend: User
 ) -> None:

@@ -20,6 +20,7 @@ from django.test import Client
 from oauth2_provider.models import AccessToken, Application
 
 from agents.models import Access
+from tests.door_client import Door
 from tests.factories.agents import owned
 from tests.factories.oauth import machine, token_for
 
@@ -50,7 +51,7 @@ def send_with_token(slug: str, token: str) -> Any:
         "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
     }  # fmt: skip
-    return Client().post(
+    return Door().post(
         f"/agents/{slug}/jsonrpc/", json.dumps(envelope), content_type="application/json",
         headers={"A2A-Version": "1.0", "Authorization": f"Bearer {token}"},
     )  # fmt: skip
@@ -140,6 +141,7 @@ def test_another_users_application_cannot_be_deleted(dev_client: Client, rival: 
     assert Application.objects.filter(pk=theirs.pk).exists()
 
 
+@pytest.mark.usefixtures("door")
 def test_deleting_asks_first_then_its_tokens_stop_working(
     dev_client: Client, developer: User
 ) -> None:

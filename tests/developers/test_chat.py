@@ -28,6 +28,7 @@ from executors.demo_skills import draw_png
 from tasks.changes import ArtifactChange, StatusChange
 from tasks.models import Message, Task, TaskState
 from tests.developers.chat_client import chat_url, chunks, frames, states, task_id_of
+from tests.door_client import Door
 from tests.factories.agents import SECURED, make_agent, owned
 from tests.factories.envelopes import envelope, request_headers, url
 from tests.factories.tasks import PDF_BYTES, open_task, report_artifact
@@ -109,12 +110,13 @@ def test_a_user_chats_with_every_agent_their_session_may_call(
         assert dev_client.get(chat_url(slug)).status_code == 200, slug
 
 
+@pytest.mark.usefixtures("door")
 def test_an_oauth2_only_agent_refuses_the_chat_as_its_doors_refuse_the_users_key(
     dev_client: Client, developer: User
 ) -> None:
     owned("secure", developer, oauth2=True, access=Access.SIGNED_IN)
     _, raw = ApiKey.issue("developer's hub-wide key", owner=developer)
-    door = Client().post(
+    door = Door().post(
         url("secure"),
         envelope(V1, "send", text="through the door"),
         content_type="application/json",
@@ -135,10 +137,10 @@ def test_an_oauth2_only_agent_refuses_the_chat_as_its_doors_refuse_the_users_key
     ids=["open", "secured", "unlisted", "signed-in", "listed-for-others", "oauth2", "both"],
 )  # fmt: skip
 def test_the_chat_and_the_doors_give_a_session_the_same_answer(
-    dev_client: Client, rival: User, fields: dict[str, Any]
+    dev_client: Client, dev_door: Door, rival: User, fields: dict[str, Any]
 ) -> None:
     owned("theirs", rival, **fields)
-    door = dev_client.post(
+    door = dev_door.post(
         url("theirs"),
         envelope(V1, "send", text="by session"),
         content_type="application/json",

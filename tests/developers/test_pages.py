@@ -24,6 +24,7 @@ from django.utils import timezone
 from agents.models import Agent, ApiKey
 from tasks import retention
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.agents import SECURED, agent_data, make_agent, owned, skill_data
 
 pytestmark = pytest.mark.django_db
@@ -278,7 +279,7 @@ def send(agent: Agent, key: str | None) -> Any:
         "method": "SendMessage",
         "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
     }
-    return Client().post(
+    return Door().post(
         f"/agents/{agent.slug}/jsonrpc/",
         json.dumps(envelope),
         content_type="application/json",
@@ -287,6 +288,7 @@ def send(agent: Agent, key: str | None) -> Any:
     )
 
 
+@pytest.mark.usefixtures("door")
 def test_a_new_key_is_shown_once_and_works(dev_client: Client, developer: User) -> None:
     agent = owned("mine", developer, **SECURED)
     response = dev_client.post("/dev/agents/mine/keys/", {"name": "laptop"})
@@ -300,6 +302,7 @@ def test_a_new_key_is_shown_once_and_works(dev_client: Client, developer: User) 
     assert send(agent, secret).status_code == 200
 
 
+@pytest.mark.usefixtures("door")
 def test_a_revoked_key_stops_working(dev_client: Client, developer: User) -> None:
     agent = owned("mine", developer, **SECURED)
     key, secret = ApiKey.issue("laptop", developer, agent)
@@ -396,17 +399,18 @@ def test_try_it_sends_a_message_as_the_owner_and_shows_the_echo(
     assert str(task.id) == body["taskId"]
 
 
+@pytest.mark.usefixtures("door")
 def test_the_task_table_says_which_door_each_task_came_through(
     dev_client: Client, developer: User
 ) -> None:
     owned("mine", developer)
     dev_client.post("/dev/agents/mine/try/", {"text": "from the page"})
-    Client().post("/agents/mine/rest/message:send", content_type="application/json",
+    Door().post("/agents/mine/rest/message:send", content_type="application/json",
                   data={"message": {"messageId": "m", "role": "ROLE_USER",
                                     "parts": [{"text": "over REST"}]}})  # fmt: skip
     message = {"kind": "message", "messageId": "m2", "role": "user",
                "parts": [{"kind": "text", "text": "over JSON-RPC"}]}  # fmt: skip
-    Client().post("/agents/mine/jsonrpc/", content_type="application/json",
+    Door().post("/agents/mine/jsonrpc/", content_type="application/json",
                   data={"jsonrpc": "2.0", "id": 1, "method": "message/send",
                         "params": {"message": message}})  # fmt: skip
 
@@ -419,12 +423,12 @@ def test_the_task_table_says_which_door_each_task_came_through(
 
 
 def test_try_it_refuses_the_owner_of_an_oauth2_only_agent_as_its_doors_refuse_a_session(
-    dev_client: Client, developer: User
+    dev_client: Client, dev_door: Door, developer: User
 ) -> None:
     owned("secure", developer, oauth2=True)
-    door = dev_client.post("/agents/secure/rest/message:send", content_type="application/json",
-                           data={"message": {"messageId": "m", "role": "ROLE_USER",
-                                             "parts": [{"text": "by session"}]}})  # fmt: skip
+    door = dev_door.post("/agents/secure/rest/message:send", content_type="application/json",
+                         data={"message": {"messageId": "m", "role": "ROLE_USER",
+                                           "parts": [{"text": "by session"}]}})  # fmt: skip
 
     body = dev_client.post("/dev/agents/secure/try/", {"text": "hi"}).json()
 

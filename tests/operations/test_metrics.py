@@ -14,6 +14,7 @@ from django.test import Client
 from agents.models import Agent
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks.models import TaskEvent
+from tests.door_client import Door
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import UNKNOWN_TASK
 from tests.factories.tasks import open_task
@@ -27,7 +28,7 @@ REQUESTS = "a2ahub_requests_total"
 
 
 @pytest.fixture
-def metered(db: None) -> Agent:
+def metered(door: Door) -> Agent:
     return make_agent("metered")
 
 
@@ -42,8 +43,8 @@ def message(text: str) -> dict[str, object]:
     return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
 
 
-def rest_post(client: Client, path: str, body: object) -> int:
-    response = client.post(
+def rest_post(path: str, body: object) -> int:
+    response = Door().post(
         f"/agents/metered/rest/{path}", json.dumps(body),
         content_type="application/a2a+json", headers={"A2A-Version": V1},
     )  # fmt: skip
@@ -55,8 +56,8 @@ def test_requests_through_both_bindings_are_counted_exactly(client: Client, mete
     caller = Caller(None)
     caller.send("metered", V1)
     caller.send("metered", V1)
-    assert rest_post(client, "message:send", {"message": message("hi")}) == 200
-    assert client.get(f"/agents/metered/rest/tasks/{UNKNOWN_TASK}",
+    assert rest_post("message:send", {"message": message("hi")}) == 200
+    assert Door().get(f"/agents/metered/rest/tasks/{UNKNOWN_TASK}",
                       headers={"A2A-Version": V1}).status_code == 404  # fmt: skip
     after = scrape(client)
 

@@ -43,15 +43,6 @@ def test_a_hostile_request_id_is_replaced(client: Client, sent: str) -> None:
     assert NEW_ID.fullmatch(answered)
 
 
-@pytest.mark.django_db
-def test_the_a2a_doors_served_by_django_echo_it_too(client: Client) -> None:
-    make_agent("echo")
-    body = json.dumps(envelope(V1, "send", text="hi"))
-    response = client.post("/agents/echo/jsonrpc/", body, content_type="application/json",
-                           headers={"A2A-Version": V1, "X-Request-ID": "rpc-1"})  # fmt: skip
-    assert response["X-Request-ID"] == "rpc-1"
-
-
 # Below: through the ASGI app, as daphne serves the hub.
 
 

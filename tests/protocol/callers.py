@@ -1,5 +1,6 @@
-"""Callers of the hosted agents' JSON-RPC endpoints through Django's test clients: each holds
-one API key (or none) and speaks either version, sending the wire samples with fields changed."""
+"""Callers of the hosted agents' JSON-RPC endpoints through the hub's ASGI app (the door's test
+clients): each holds one API key (or none) and speaks either version, sending the wire samples
+with fields changed."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.test import AsyncClient, Client
-
 from agents.models import ApiKey
+from tests.door_client import AsyncDoor, Door
 from tests.factories.envelopes import envelope, request_headers, url
 from tests.factories.versions import V03, V1
 from tests.protocol.answers import error_of, result_of, task_of
@@ -23,7 +23,7 @@ class Caller:
     def __init__(self, key: str | None, principal: str = "") -> None:
         self.key = key
         self.principal = principal  # the owner its tasks are stored under
-        self.client = Client()
+        self.client = Door()
 
     def post(
         self,
@@ -72,12 +72,11 @@ class Caller:
 
 
 class AsyncCaller:
-    """The same, on an AsyncClient: the test's event loop stays alive between requests, so
-    inline executors keep running after a non-blocking send has been answered."""
+    """The same, for async tests."""
 
     def __init__(self, key: str | None) -> None:
         self.key = key
-        self.client = AsyncClient()
+        self.client = AsyncDoor()
 
     async def rpc(self, slug: str, version: str, op: str, params: dict[str, Any] | None = None,
                   **fields: Any) -> Any:  # fmt: skip

@@ -11,46 +11,41 @@ Personas and their rights:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
-from django.db import connections
 
 from agents.models import Agent, ApiKey
+from tests.door_client import Door
 from tests.factories.agents import secured_agent
 from tests.protocol.callers import AsyncCaller, Caller, holder_of_key
 
 
 @pytest.fixture
-def caller(db: None) -> Caller:
+def caller(door: Door) -> Caller:
     return holder_of_key("caller")
 
 
 @pytest.fixture
-def stranger(db: None) -> Caller:
+def stranger(door: Door) -> Caller:
     return holder_of_key("stranger")
 
 
 @pytest.fixture
-def anonymous(db: None) -> Caller:
+def anonymous(door: Door) -> Caller:
     return Caller(None)
 
 
 @pytest.fixture
-def impostor(db: None) -> Caller:
+def impostor(door: Door) -> Caller:
     return Caller("a2a_000000000000_not-a-key-this-hub-issued")
 
 
 @pytest.fixture
-def async_caller(db: None) -> Iterator[AsyncCaller]:
+def async_caller(door: Door) -> AsyncCaller:
     _, raw = ApiKey.issue("async caller")
-    yield AsyncCaller(raw)
-    # Outside any request, sync_to_async runs the view's queries on asgiref's one shared
-    # thread; the test client does not close that thread's connection, so close it here
-    # (PostgreSQL will not drop the test database while it is open).
-    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    return AsyncCaller(raw)
 
 
 @pytest.fixture

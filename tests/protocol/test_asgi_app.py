@@ -1,6 +1,6 @@
-"""The JSON-RPC endpoints as a server runs them: through the hub's ASGI app, which reads the
-body itself, answers without Django's handler, and (on PostgreSQL) writes a new task from the
-event loop. The other protocol tests go through Django's test client, which skips this app.
+"""The JSON-RPC endpoints as a server runs them, message by message: the hub's ASGI app reads
+the body itself, answers without Django's handler, and (on PostgreSQL) writes a new task from
+the event loop. (The other protocol tests call the same app through tests/door_client.py.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Credentials at the doors as a server runs them: through the hub's ASGI app, which on
 PostgreSQL reads keys and tokens on the event loop's own connections rather than the ORM's
 thread (on SQLite it takes the thread). The principals, the 401s and a key's last use must
-come out as the ORM path makes them (tests/protocol/test_oauth.py, through the test client)."""
+come out the same on both (tests/protocol/test_oauth.py has the rest of the rules)."""
 
 from __future__ import annotations
 

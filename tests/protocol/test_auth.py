@@ -76,6 +76,7 @@ def test_it_refuses_a_revoked_key(caller: Caller, echo: Agent) -> None:
     assert_refused(caller.rpc("echo", V1, "send"))
 
 
+@pytest.mark.usefixtures("door")
 def test_it_refuses_a_key_issued_for_another_agent(echo: Agent) -> None:
     other = make_agent("other")
     _, raw = ApiKey.issue("only for other", agent=other)

@@ -12,30 +12,30 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
 from agents import audit
 from agents.models import Access, Agent, ApiKey, CredentialKind, CredentialUse
+from tests.door_client import Door
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import envelope, url
 from tests.factories.oauth import machine, token_for
 from tests.factories.versions import V03, V1
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
-def ask(client: Client, slug: str, version: str = V1, **headers: str) -> Any:
+def ask(slug: str, version: str = V1, **headers: str) -> Any:
     """A GetTask of a task that does not exist: past the door, and it writes nothing itself."""
     if version == V1:
         headers["A2A-Version"] = V1
     body = envelope(version, "get", {"id": "no-such-task"})
-    return client.post(url(slug), body, content_type="application/json", headers=headers)
+    return Door().post(url(slug), body, content_type="application/json", headers=headers)
 
 
 def writes_in(queries: CaptureQueriesContext) -> list[str]:
@@ -49,7 +49,7 @@ def test_calls_are_written_as_one_row_with_their_count_when_the_process_flushes(
 ) -> None:
     assert caller.key is not None
     for _ in range(3):
-        assert ask(Client(), "echo", **{"X-API-Key": caller.key}).status_code == 200
+        assert ask("echo", **{"X-API-Key": caller.key}).status_code == 200
     assert not CredentialUse.objects.exists()
 
     assert audit.flush() == 1
@@ -65,10 +65,10 @@ def test_calls_are_written_as_one_row_with_their_count_when_the_process_flushes(
 
 def test_no_call_writes_the_database_for_the_audit_log(caller: Caller, echo: Agent) -> None:
     assert caller.key is not None
-    ask(Client(), "echo", **{"X-API-Key": caller.key})  # the first call of the minute
+    ask("echo", **{"X-API-Key": caller.key})  # the first call of the minute
 
     with CaptureQueriesContext(connection) as second:
-        assert ask(Client(), "echo", **{"X-API-Key": caller.key}).status_code == 200
+        assert ask("echo", **{"X-API-Key": caller.key}).status_code == 200
 
     assert writes_in(second) == []
     assert ApiKey.objects.get(name="caller").last_used_at is None
@@ -77,12 +77,12 @@ def test_no_call_writes_the_database_for_the_audit_log(caller: Caller, echo: Age
 
 def test_a_later_flush_adds_to_the_row_and_keeps_its_first_use(caller: Caller, echo: Agent) -> None:
     assert caller.key is not None
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    ask("echo", **{"X-API-Key": caller.key})
     audit.flush()
     first = CredentialUse.objects.get()
 
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    ask("echo", **{"X-API-Key": caller.key})
+    ask("echo", **{"X-API-Key": caller.key})
     audit.flush()
 
     use = CredentialUse.objects.get()
@@ -96,7 +96,7 @@ def test_a_client_credentials_token_is_logged_under_its_application_and_token() 
     app, secret = machine("robot")
     raw = token_for(app, secret)["access_token"]
 
-    assert ask(Client(), "vault", Authorization=f"Bearer {raw}").status_code == 200
+    assert ask("vault", Authorization=f"Bearer {raw}").status_code == 200
     audit.flush()
 
     use = CredentialUse.objects.get()
@@ -109,9 +109,9 @@ def test_a_client_credentials_token_is_logged_under_its_application_and_token() 
 
 def test_each_binding_and_version_has_its_own_row(caller: Caller, echo: Agent) -> None:
     assert caller.key is not None
-    ask(Client(), "echo", V1, **{"X-API-Key": caller.key})
-    ask(Client(), "echo", V03, **{"X-API-Key": caller.key})
-    rest = Client().get(
+    ask("echo", V1, **{"X-API-Key": caller.key})
+    ask("echo", V03, **{"X-API-Key": caller.key})
+    rest = Door().get(
         "/agents/echo/rest/tasks/no-such-task", headers={"X-API-Key": caller.key, "A2A-Version": V1}
     )
     assert rest.status_code == 404
@@ -123,7 +123,7 @@ def test_each_binding_and_version_has_its_own_row(caller: Caller, echo: Agent) -
 
 def test_anonymous_calls_to_an_open_agent_are_counted_too() -> None:
     make_agent("open")
-    ask(Client(), "open")
+    ask("open")
     audit.flush()
 
     use = CredentialUse.objects.get()
@@ -133,15 +133,15 @@ def test_anonymous_calls_to_an_open_agent_are_counted_too() -> None:
 
 def test_refused_calls_are_not_counted(impostor: Caller, anonymous: Caller, echo: Agent) -> None:
     assert impostor.key is not None
-    assert ask(Client(), "echo", **{"X-API-Key": impostor.key}).status_code == 401
-    assert ask(Client(), "echo").status_code == 401
+    assert ask("echo", **{"X-API-Key": impostor.key}).status_code == 401
+    assert ask("echo").status_code == 401
 
     assert audit.pending_calls() == 0
 
 
 def test_rows_are_pruned_after_the_retention(caller: Caller, echo: Agent) -> None:
     assert caller.key is not None
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    ask("echo", **{"X-API-Key": caller.key})
     audit.flush()
     old = CredentialUse.objects.get()
     CredentialUse.objects.filter(pk=old.pk).update(last_used_at=timezone.now() - timedelta(days=91))
@@ -156,7 +156,7 @@ def test_the_heartbeat_writes_the_counts_once_the_interval_has_passed(
     settings: Any, monkeypatch: pytest.MonkeyPatch, caller: Caller, echo: Agent
 ) -> None:
     assert caller.key is not None
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    ask("echo", **{"X-API-Key": caller.key})
     settings.AUDIT_FLUSH_SECONDS = 3600
     monkeypatch.setattr(audit, "_last_flush", time.monotonic())  # this process just flushed
     on_a_beat()
@@ -182,8 +182,8 @@ def test_calls_to_an_agent_deleted_before_the_flush_are_dropped_and_the_rest_wri
 ) -> None:
     assert caller.key is not None
     make_agent("doomed")
-    ask(Client(), "doomed")
-    ask(Client(), "echo", **{"X-API-Key": caller.key})
+    ask("doomed")
+    ask("echo", **{"X-API-Key": caller.key})
     Agent.objects.filter(slug="doomed").delete()
 
     audit.flush()

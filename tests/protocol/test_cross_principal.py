@@ -12,13 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
-from django.test import Client
 
 from agents.models import Agent, ApiKey
 from push.models import PushNotificationConfig
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.agents import KEY_HEADER, make_agent
 from tests.factories.envelopes import UNKNOWN_TASK, rpc_body, url
 from tests.factories.messages import wire_message
@@ -28,8 +27,7 @@ from tests.factories.push import create_params, named_params, webhook
 from tests.factories.versions import V03, V1
 from tests.protocol.answers import event_log, state_of
 
-# Streams read their rows outside the test's transaction, so no transaction may hold them.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.usefixtures("door")
 
 SLUG = "probe"
 HOOK = "https://receiver.example/hook"
@@ -45,7 +43,7 @@ class Principal:
 
     def __init__(self, headers: dict[str, str]) -> None:
         self.headers = headers
-        self.client = Client()
+        self.client = Door()
 
     def rpc(self, version: str, op: str, params: dict[str, Any], shared: bool = False) -> Any:
         """The JSON-RPC answer: the response object, or a stream's frames. `shared`: through
@@ -59,7 +57,7 @@ class Principal:
         )  # fmt: skip
         assert response.status_code == 200, response.content
         if response.streaming:
-            return sse_frames(async_to_sync(collected)(response.streaming_content).decode())
+            return sse_frames(response.text)
         return response.json()
 
     def rest(self, version: str, verb: str, path: str, body: Any = None, base: str = REST,
@@ -72,13 +70,8 @@ class Principal:
             content_type=MEDIA, headers=headers,
         )  # fmt: skip
         if response.streaming:
-            text = async_to_sync(collected)(response.streaming_content).decode()
-            return response.status_code, sse_frames(text)
+            return response.status_code, sse_frames(response.text)
         return response.status_code, response.json()
-
-
-async def collected(content: Any) -> bytes:
-    return b"".join([chunk async for chunk in content])
 
 
 def rest_config(version: str) -> dict[str, Any]:

@@ -14,18 +14,18 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import ApiKey
 from tasks.models import Task, TaskEvent
+from tests.door_client import Door
 from tests.factories.agents import KEY_HEADER, SECURED, make_agent
 from tests.factories.envelopes import sample, url
 from tests.factories.versions import V03, V1
 from tests.fuzzing import json_values, mutate
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 # The codes of JSON-RPC 2.0 and of both A2A versions; -32603 (internal error) is not here.
 SPEC_CODES = {-32700, -32600, -32601, -32602} | set(range(-32009, -32000))
@@ -59,10 +59,10 @@ def key() -> str:
     return ApiKey.issue("fuzzer")[1]
 
 
-def check_answer(version: str, document: Any, key: str, client: Client) -> None:
+def check_answer(version: str, document: Any, key: str) -> None:
     tasks, events = Task.objects.count(), TaskEvent.objects.count()
     headers = {KEY_HEADER: key} | ({"A2A-Version": V1} if version == V1 else {})
-    response = client.post(url("fuzzed"), data=json.dumps(document),
+    response = Door().post(url("fuzzed"), data=json.dumps(document),
                            content_type="application/json", headers=headers)  # fmt: skip
 
     assert response.status_code < 500, response.content
@@ -87,10 +87,10 @@ FUZZ = settings(
 @given(request=mutated_requests())
 def test_no_mutated_request_breaks_the_door(key: str, request: tuple[str, Any]) -> None:
     version, document = request
-    check_answer(version, document, key, Client())
+    check_answer(version, document, key)
 
 
 @FUZZ
 @given(version=st.sampled_from([V1, V03]), document=json_values)
 def test_no_json_document_breaks_the_door(key: str, version: str, document: Any) -> None:
-    check_answer(version, document, key, Client())
+    check_answer(version, document, key)

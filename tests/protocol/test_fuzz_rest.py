@@ -17,16 +17,16 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from a2a.utils.errors import A2A_ERROR_MAPPING
-from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import ApiKey
 from tasks.models import Task, TaskEvent
+from tests.door_client import Door
 from tests.factories.agents import KEY_HEADER, SECURED, make_agent
 from tests.fuzzing import NASTY, mutate, strings
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 REASONS = {mapping.reason for mapping in A2A_ERROR_MAPPING.values()}
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
@@ -98,7 +98,7 @@ def test_no_mutated_rest_call_breaks_the_door(key: str, call: tuple[str, str, st
     headers = {KEY_HEADER: key} | ({"A2A-Version": version} if version == "1.0" else {})
     data = b"" if body is None else json.dumps(body).encode("utf-8", "surrogatepass")
 
-    response = Client().generic(verb, f"/agents/fuzzed/rest/{path}", data=data,
+    response = Door().generic(verb, f"/agents/fuzzed/rest/{path}", data=data,
                                 content_type="application/json", headers=headers)  # fmt: skip
 
     assert response.status_code < 500, response.content

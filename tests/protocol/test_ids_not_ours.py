@@ -12,9 +12,9 @@ import uuid
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from agents.models import Agent
+from tests.door_client import Door
 from tests.factories.agents import KEY_HEADER
 from tests.factories.envelopes import rpc_body
 from tests.factories.errors import invalid_params
@@ -22,7 +22,7 @@ from tests.factories.versions import V1
 from tests.protocol.answers import error_of
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 NOT_OUR_EVENT = "is not an event id this server sent"
 NOT_OUR_TOKEN = "is not a token this server issued"
@@ -64,7 +64,7 @@ def test_a_last_event_id_that_is_not_ours_is_invalid_params(
 def test_over_http_json_a_last_event_id_that_is_not_ours_is_a_400(
     caller: Caller, echo: Agent, event_id: str
 ) -> None:
-    response = Client().get(f"/agents/echo/rest/tasks/{ANY_TASK}:subscribe",
+    response = Door().get(f"/agents/echo/rest/tasks/{ANY_TASK}:subscribe",
                             headers={"A2A-Version": V1, KEY_HEADER: caller.key or "",
                                      "Last-Event-ID": event_id})  # fmt: skip
 
@@ -85,7 +85,7 @@ def test_a_page_token_that_is_not_ours_is_invalid_params(
 def test_over_http_json_a_page_token_that_is_not_ours_is_a_400(
     caller: Caller, echo: Agent, page_token: str
 ) -> None:
-    response = Client().get("/agents/echo/rest/tasks", {"pageToken": page_token},
+    response = Door().get("/agents/echo/rest/tasks", {"pageToken": page_token},
                             headers={"A2A-Version": V1, KEY_HEADER: caller.key or ""})  # fmt: skip
 
     assert response.status_code == 400
@@ -98,7 +98,7 @@ def test_a_0_3_history_length_that_is_no_number_it_takes_is_a_400(
 ) -> None:
     headers = {"A2A-Version": "0.3", KEY_HEADER: caller.key or ""}
 
-    response = Client().get(
+    response = Door().get(
         f"/agents/echo/rest/v1/tasks/{ANY_TASK}", {"historyLength": length}, headers=headers
     )
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
 from agents.models import Access, Agent, ApiKey
+from tests.door_client import Door
 from tests.factories.agents import make_agent
 from tests.factories.envelopes import url
 from tests.factories.oauth import machine, token_for, user_token
@@ -27,7 +28,7 @@ from tests.factories.versions import V03, V1
 from tests.protocol.answers import error_of
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 
 class Bearer(Caller):
@@ -228,7 +229,7 @@ def test_a_users_key_token_and_session_see_the_same_tasks(secure: Agent) -> None
     ada = User.objects.create_user("ada", password="pw")
     key, raw = ApiKey.issue("ada's key", owner=ada)
     token = user_token(ada)
-    browser = Client()
+    browser = Door()
     browser.force_login(ada)
 
     by_key = Caller(raw).send("open", V1, "from the key")

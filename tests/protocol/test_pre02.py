@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 
 from a2ahub.errors import InvalidParamsError
@@ -452,12 +452,8 @@ def test_another_caller_cannot_follow_the_task(
 
     response = stranger.post("interview", exchange("resubscribe")["request"], version=None)
 
-    frames = sse_frames(async_to_sync(collected)(response.streaming_content).decode())
+    frames = sse_frames(response.text)
     assert frames == [{"jsonrpc": "2.0", "id": 1, "error": task_not_found(V03, SEED_TASK)}]
-
-
-async def collected(content: AsyncIterator[bytes]) -> bytes:
-    return b"".join([chunk async for chunk in content])
 
 
 def test_a_caller_without_a_good_key_is_refused_before_anything_runs(

@@ -10,11 +10,11 @@ import uuid
 from typing import Any
 
 import pytest
-from django.test import Client
 from pytest_django.fixtures import Settings
 
 from agents.models import Agent
 from tasks.models import Message, Task
+from tests.door_client import Door
 from tests.factories.errors import invalid_params
 from tests.factories.messages import text_part
 from tests.factories.pre02 import old_send
@@ -22,7 +22,7 @@ from tests.factories.versions import V03, V1, VERSIONS
 from tests.protocol.answers import error_of, result_of
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 PARTS, DEPTH, METADATA = 3, 8, 200
 
@@ -128,7 +128,7 @@ def test_metadata_at_the_size_cap_is_served(caller: Caller, echo: Agent) -> None
 
 
 def rest_send(path: str, version: str, body: dict[str, Any], key: str) -> Any:
-    return Client().post(
+    return Door().post(
         f"/agents/echo/rest/{path}", data=json.dumps(body), content_type="application/json",
         headers={"A2A-Version": version, "X-API-Key": key},
     )  # fmt: skip

@@ -10,15 +10,15 @@ import uuid
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from agents.models import Agent
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.agents import KEY_HEADER, secured_agent
 from tests.factories.envelopes import UNKNOWN_TASK
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 MEDIA = "application/a2a+json"
 
@@ -27,7 +27,7 @@ class Rest:
     """A client of one agent's REST base, holding one API key (or none)."""
 
     def __init__(self, key: str | None, base: str = "/agents/echo/rest/") -> None:
-        self.key, self.base, self.client = key, base, Client()
+        self.key, self.base, self.client = key, base, Door()
 
     def call(self, verb: str, path: str, body: Any = None, version: str | None = "1.0",
              headers: dict[str, str] | None = None, **extra: Any) -> Any:  # fmt: skip

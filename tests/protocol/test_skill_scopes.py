@@ -9,10 +9,10 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from agents.models import Agent
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.envelopes import envelope
 from tests.factories.oauth import machine, token_for
 from tests.factories.versions import METHODS, V03, V1
@@ -20,7 +20,7 @@ from tests.protocol.answers import artifact_texts, state_of
 from tests.protocol.test_oauth import Bearer
 from tests.protocol.test_python_skills import make_toolbox
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 both_versions = pytest.mark.parametrize("version", [V03, V1])
 
 
@@ -73,7 +73,7 @@ def test_the_rest_binding_refuses_another_skill_the_same_way(toolbox: Agent) -> 
     body = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "a b"}],
                         "metadata": {"skillId": "count"}}}  # fmt: skip
     caller = bearer("skill:toolbox:reverse")
-    response = Client().post("/agents/toolbox/rest/message:send", json.dumps(body),
+    response = Door().post("/agents/toolbox/rest/message:send", json.dumps(body),
                              content_type="application/json",
                              headers={"Authorization": f"Bearer {caller.token}",
                                       "A2A-Version": V1})  # fmt: skip

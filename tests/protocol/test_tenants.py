@@ -9,23 +9,23 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from agents.models import Agent
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.envelopes import envelope, request_headers
 from tests.factories.errors import invalid_params
 from tests.factories.versions import V03, V1
 from tests.protocol.answers import error_of, result_of
 from tests.protocol.callers import Caller
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.usefixtures("door")
 
 SHARED = "/a2a/jsonrpc/"
 
 
 def post_shared(caller: Caller, version: str, body: dict[str, Any]) -> Any:
-    return Client().post(
+    return Door().post(
         SHARED,
         data=json.dumps(body),
         content_type="application/json",

@@ -1,14 +1,13 @@
-"""A caller of the push config methods and of sends with an inline config, through Django's test
-client in either version; and what the hub stored of the deliveries it made."""
+"""A caller of the push config methods and of sends with an inline config, through the hub's
+ASGI app in either version; and what the hub stored of the deliveries it made."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.test import Client
-
 from push.models import Delivery
+from tests.door_client import Door
 from tests.factories.envelopes import request_headers, rpc_body, url
 from tests.factories.push import send_params
 from tests.factories.versions import V1
@@ -20,7 +19,7 @@ class Caller:
 
     def __init__(self, key: str) -> None:
         self.key = key
-        self.client = Client()
+        self.client = Door()
 
     def call(self, slug: str, version: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
         """The whole JSON-RPC response object."""

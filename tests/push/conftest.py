@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from agents.models import Agent, ApiKey
+from tests.door_client import Door
 from tests.factories.agents import SECURED, make_agent
 from tests.push.callers import Caller
 from tests.push.receiver import Receiver
@@ -44,13 +45,13 @@ def push_settings(settings: Any) -> Any:
 
 
 @pytest.fixture
-def caller(db: None) -> Caller:
+def caller(door: Door) -> Caller:
     _, raw = ApiKey.issue("caller")
     return Caller(raw)
 
 
 @pytest.fixture
-def stranger(db: None) -> Caller:
+def stranger(door: Door) -> Caller:
     _, raw = ApiKey.issue("stranger")
     return Caller(raw)
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.models import Agent
 from registry.jobs import sweep_registrations
 from registry.models import Health, Registration
+from tests.door_client import Door
 from tests.registry.conftest import CARD_V1, CardServer, Registrar
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,7 @@ def expired(owner: Registrar) -> Registration:
     return Registration.objects.get()
 
 
-def send(client: Client, slug: str, version: str = "") -> Any:
+def send(client: Door, slug: str, version: str = "") -> Any:
     body = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage" if version else "message/send",
             "params": {"message": {"role": "ROLE_USER" if version else "user", "messageId": "m1",
                                    "parts": [{"text": "hi"}] if version
@@ -57,9 +58,9 @@ def test_an_expired_registration_leaves_the_catalog_before_the_sweep(
 
 @pytest.mark.parametrize("version", ["", "1.0"])
 def test_json_rpc_calls_get_an_error_naming_the_expiry(
-    expired: Registration, client: Client, version: str
+    expired: Registration, door: Door, version: str
 ) -> None:
-    answer = send(client, "translator", version)
+    answer = send(door, "translator", version)
     assert answer.status_code == 200
     error = answer.json()["error"]
     assert answer.json()["id"] == 7
@@ -67,8 +68,8 @@ def test_json_rpc_calls_get_an_error_naming_the_expiry(
     assert "registration of agent 'translator' expired at" in error["message"]
 
 
-def test_rest_calls_get_an_error_naming_the_expiry(expired: Registration, client: Client) -> None:
-    answer = client.get("/agents/translator/rest/tasks/nope", HTTP_A2A_VERSION="1.0")
+def test_rest_calls_get_an_error_naming_the_expiry(expired: Registration, door: Door) -> None:
+    answer = door.get("/agents/translator/rest/tasks/nope", HTTP_A2A_VERSION="1.0")
     assert answer.status_code == 400
     assert "expired at" in answer.json()["error"]["message"]
 

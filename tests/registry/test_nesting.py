@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from agents.models import Agent, ApiKey
+from tests.door_client import Door
 from tests.factories.agents import agent_data, make_agent
 from tests.registry.conftest import CARD_V1, CardServer, Registrar
 
@@ -59,6 +60,7 @@ def test_a_card_at_a_url_nested_past_the_limit_is_refused_naming_it(
 
 @DEPTHS
 @pytest.mark.parametrize(("version", "method"), [("1.0", "SendMessage"), ("0.3", "message/send")])
+@pytest.mark.usefixtures("door")
 def test_the_json_rpc_door_answers_invalid_request_naming_the_limit(
     depth: int, version: str, method: str
 ) -> None:
@@ -66,7 +68,7 @@ def test_the_json_rpc_door_answers_invalid_request_naming_the_limit(
     message = {"messageId": "m-1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
     envelope = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {"message": message}}
 
-    response = Client().post("/agents/echo/jsonrpc/", with_member(envelope, "x", depth),
+    response = Door().post("/agents/echo/jsonrpc/", with_member(envelope, "x", depth),
                              content_type="application/json",
                              headers={"A2A-Version": version})  # fmt: skip
 
@@ -76,9 +78,10 @@ def test_the_json_rpc_door_answers_invalid_request_naming_the_limit(
 
 
 @DEPTHS
+@pytest.mark.usefixtures("door")
 def test_the_rest_door_answers_400_naming_the_limit(depth: int) -> None:
     make_agent("echo")
-    response = Client().post("/agents/echo/rest/message:send", f'{{"message": {nested(depth)}}}',
+    response = Door().post("/agents/echo/rest/message:send", f'{{"message": {nested(depth)}}}',
                              content_type="application/json")  # fmt: skip
 
     assert response.status_code == 400
@@ -86,6 +89,7 @@ def test_the_rest_door_answers_400_naming_the_limit(depth: int) -> None:
 
 
 @pytest.mark.parametrize("depth", [50, 90])
+@pytest.mark.usefixtures("door")
 def test_a_0_3_message_whose_data_protobuf_cannot_nest_is_invalid_params(depth: int) -> None:
     """Within the hub's limit, but past protobuf's own in the SDK's conversion to 1.0."""
     make_agent("echo", default_input_modes=["*/*"])
@@ -93,7 +97,7 @@ def test_a_0_3_message_whose_data_protobuf_cannot_nest_is_invalid_params(depth: 
                "parts": [{"kind": "data", "data": {"x": json.loads(nested(depth))}}]}  # fmt: skip
     envelope = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}}
 
-    answer = Client().post("/agents/echo/jsonrpc/", envelope, content_type="application/json")
+    answer = Door().post("/agents/echo/jsonrpc/", envelope, content_type="application/json")
 
     error = answer.json()["error"]
     # The hub's own depth cap (A2A_MAX_JSON_DEPTH) may answer first; either way, invalid params.
