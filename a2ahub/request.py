@@ -10,10 +10,11 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.http import QueryDict
 from django.http.cookie import parse_cookie
 from django.http.request import split_domain_port, validate_host
+
+from a2ahub.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
@@ -90,7 +91,10 @@ class Request:
         host = self.headers.get("Host") or ("{}:{}".format(*self.server) if self.server else "")
         domain, _ = split_domain_port(host)
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            raise DisallowedHost(f"Invalid HTTP_HOST header: {host!r}.")
+            # A client's mistake (or a probe), not the hub's: answered as a bad request.
+            raise InvalidRequestError(
+                f"The Host header {host!r} names no host this hub serves (ALLOWED_HOSTS)."
+            )
         return str(host)
 
 

@@ -199,9 +199,8 @@ def scope_of(method: str, path: str, query: dict[str, Any] | None, headers: dict
         query_string = "&".join(filter(None, [query_string, urlencode(query, doseq=True)]))
     if body or method in {"POST", "PUT", "PATCH"}:
         headers = {"Content-Length": str(len(body))} | headers
-    raw = [(b"host", HOST.encode())] + [
-        (name.lower().encode("latin1"), value.encode()) for name, value in headers.items()
-    ]
+    given = [(name.lower().encode("latin1"), value.encode()) for name, value in headers.items()]
+    raw = given if any(name == b"host" for name, _ in given) else [(b"host", HOST.encode()), *given]
     return {
         "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1", "method": method, "scheme": "http",

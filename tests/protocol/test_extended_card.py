@@ -12,6 +12,7 @@ from django.test import Client
 
 from agents.models import Agent, Skill
 from tests.factories.agents import SECURED, make_agent
+from tests.factories.envelopes import request_headers
 from tests.factories.signatures import card_verifier
 from tests.factories.versions import V03, V1, VERSIONS
 from tests.protocol.answers import error_info, field_of
@@ -118,3 +119,19 @@ def test_it_refuses_invalid_params_naming_the_field(caller: Caller, vault: Agent
     assert error["code"] == -32602
     assert field_of(error, V1) == "tenant"
     assert error["message"].startswith("Invalid params: tenant: ")  # then the parser's words
+
+
+def test_a_host_the_hub_does_not_serve_is_a_bad_request_in_both_bindings(
+    caller: Caller, vault: Agent
+) -> None:
+    # The card names the hub's URL as the request reached it, so the Host must be one it serves.
+    headers = {"Host": "elsewhere.example"}
+
+    rpc = caller.rpc("vault", V1, "card", headers=headers)
+    rest = caller.client.get("/agents/vault/rest/extendedAgentCard",
+                             headers=request_headers(V1, caller.key, headers))  # fmt: skip
+
+    assert rpc.json()["error"]["code"] == -32600
+    assert "'elsewhere.example'" in rpc.json()["error"]["message"]
+    assert rest.status_code == 400
+    assert "(ALLOWED_HOSTS)" in rest.json()["error"]["message"]
