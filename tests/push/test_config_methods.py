@@ -319,14 +319,15 @@ def lookups_off_the_loop(monkeypatch: pytest.MonkeyPatch, answer: list[str]) -> 
 def test_a_webhook_named_by_host_is_looked_up_off_the_event_loop(
     caller: Caller, pusher: Agent, task_id: str, version: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A lookup may take seconds; on the loop, every other request would wait for it.
+    # A lookup may take seconds; on the loop, every other request would wait for it. The task
+    # is completed, so nothing is delivered to the public address the lookup answers (a send
+    # naming the webhook is looked up off the loop too: the next test).
     seen = lookups_off_the_loop(monkeypatch, ["93.184.216.34"])
 
-    caller.send("pusher", version, push=webhook(version, PUBLIC_URL))
     caller.result("pusher", version, "create_config", create_params(
         version, task_id, webhook(version, PUBLIC_URL)))  # fmt: skip
 
-    assert seen == [True, True]
+    assert seen == [True]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
