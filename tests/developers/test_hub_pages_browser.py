@@ -9,7 +9,6 @@ Personas: anonymous; `dev` (tests/browser.py's sign-in), not staff; `op`, staff.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,21 +20,13 @@ from playwright.sync_api import Page, Response, expect
 
 from push.models import WebhookInbox
 from registry.models import Registration, Source
-from tests.browser import chromium, sign_in
+from tests.browser import chromium, screenshot, sign_in
 from tests.factories.agents import make_agent
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "operator-pass-123"
 WIDTHS = (1280, 1400)
-
-
-def screenshot(page: Page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
 
 
 def watch_for_missing(page: Page) -> list[str]:

@@ -15,7 +15,6 @@ test's temporary directory; the path is printed (`pytest -s` shows it).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -25,7 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import chromium
+from tests.browser import chromium, screenshot
 from tests.helpers import ROOT, eventually
 from tests.integration.stack import Hub
 
@@ -98,14 +97,6 @@ def echoed(response: httpx.Response) -> bool:
     return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
 
 
-def screenshot(page: Page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("A2AHUB_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"developer-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
-
-
 def test_a_developer_restricts_an_agent_to_an_application_they_made(
     hub: Hub, tmp_path: Path
 ) -> None:
@@ -160,7 +151,7 @@ def test_a_developer_restricts_an_agent_to_an_application_they_made(
             "OAuth2 token"
         )
         assert robot[1] not in page.content()
-        screenshot(page, "access", tmp_path)
+        screenshot(page, "developer-access", tmp_path)
 
         page.click(".tabs >> text=Overview")
         expect(page.locator("#access-summary")).to_contain_text("only the users, groups")
