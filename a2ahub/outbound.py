@@ -65,6 +65,8 @@ import httpx
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
+from a2ahub import numerals
+
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_BYTES = 1024 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -618,7 +620,7 @@ def _headers(headers: Mapping[str, str] | None) -> httpx.Headers:
 
 def _check_length(response: httpx.Response, max_bytes: int) -> None:
     declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    if numerals.is_over(declared, max_bytes):
         raise ResponseTooLarge(f"the response is {declared} bytes, more than {max_bytes}")
 
 

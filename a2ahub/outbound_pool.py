@@ -29,7 +29,7 @@ import aiohttp
 import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from a2ahub import outbound
+from a2ahub import numerals, outbound
 
 DNS_CACHE_SECONDS = 5.0
 
@@ -121,7 +121,7 @@ class OutboundPool:
 
 async def read_limited(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
     declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    if numerals.is_over(declared, max_bytes):
         raise outbound.ResponseTooLarge(f"the response is {declared} bytes, more than {max_bytes}")
     body = bytearray()
     async for chunk in response.content.iter_chunked(64 * 1024):

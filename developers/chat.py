@@ -23,6 +23,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from a2ahub import numerals
 from a2ahub.errors import (
     A2AError,
     InternalError,
@@ -192,8 +193,8 @@ def file_bytes(part: dict[str, Any]) -> bytes | None:
 
 
 def stored_part(task: Task, query: Any) -> dict[str, Any] | None:
-    index = query.get("part", "")
-    if not index.isdigit():
+    index = numerals.whole_number(query.get("part", ""))
+    if index is None:
         return None
     row: Artifact | Message | None = None
     if "artifact" in query:
@@ -201,5 +202,5 @@ def stored_part(task: Task, query: Any) -> dict[str, Any] | None:
     elif "message" in query:
         row = Message.objects.filter(task=task, message_id=query["message"]).first()
     parts = row.parts if row is not None else []
-    part = parts[int(index)] if int(index) < len(parts) else None
+    part = parts[index] if index < len(parts) else None
     return part if isinstance(part, dict) else None

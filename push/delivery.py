@@ -13,6 +13,7 @@ from typing import Protocol
 from django.conf import settings
 from django.utils import timezone
 
+from a2ahub import numerals
 from a2ahub.signing import Signer
 from push.claims import Item, Target
 from tasks import v01_json
@@ -86,8 +87,8 @@ def parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if (seconds := numerals.whole_number(value)) is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

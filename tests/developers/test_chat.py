@@ -301,7 +301,8 @@ def test_any_other_file_is_plain_bytes_under_its_bare_name(
 
 @pytest.mark.parametrize(
     "query", ["artifact=report-1&part=1", "artifact=report-1&part=9", "artifact=none&part=0",
-              "artifact=report-1&part=x", "message=first&part=0"],
+              "artifact=report-1&part=x", "message=first&part=0", "artifact=report-1&part=²",
+              "artifact=report-1&part=\u0661", f"artifact=report-1&part={'9' * 5000}"],
 )  # fmt: skip
 def test_a_part_that_is_no_stored_file_is_not_found(
     dev_client: Client, developer: User, query: str

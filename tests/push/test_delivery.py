@@ -5,6 +5,7 @@ cannot succeed within the retry horizon is given up."""
 
 from __future__ import annotations
 
+import email.utils
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Agent
-from push.delivery import RETRY, Result, next_attempt
+from push.delivery import RETRY, Result, next_attempt, parse_retry_after
 from push.models import DeliveryAttempt, DeliveryState, PushNotificationConfig
 from tasks.models import Task
 from tests.factories.push import CREDENTIALS, TOKEN, stored_delivery, webhook
@@ -164,6 +165,21 @@ def test_retry_after_is_honoured(caller: Caller, pusher: Agent, settings: Any) -
     assert first.header("webhook-id") == second.header("webhook-id")
     # Without Retry-After the retry would come after about PUSH_RETRY_BASE_SECONDS (0.05 s).
     assert second.at - first.at >= 0.95
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "9" * 5000, "-1", "soon"])
+def test_a_retry_after_that_is_no_number_of_seconds_nor_a_date_is_ignored(value: str) -> None:
+    # The receiver's header is hostile input: the retry falls back to the schedule.
+    assert parse_retry_after(value) is None
+
+
+def test_a_retry_after_in_seconds_or_as_a_date_is_read() -> None:
+    assert parse_retry_after(" 120 ") == 120.0
+    assert (
+        0
+        < parse_retry_after(email.utils.format_datetime(timezone.now() + timedelta(minutes=1)))
+        <= 60
+    )
 
 
 def test_retries_stay_at_the_cap_after_thousands_of_failures(pusher: Agent, settings: Any) -> None:
