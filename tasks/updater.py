@@ -51,9 +51,10 @@ PROGRESS_KEY = "a2ahub/progress"
 # after each of these pauses: a blip costs the turn a pause, not its life. Past them the
 # turn ends, failed for that reason.
 RETRY_PAUSES = (0.1, 0.25, 0.5, 1.0, 1.0, 1.0, 1.0)
-# How long a turn the outage ended goes on trying to write its failure, once a second: the
+# How long a turn the outage ended goes on trying to write its failure, and how often: the
 # task says why it failed rather than wait for recovery to call its process dead.
 FAILURE_WRITE_SECONDS = 300.0
+FAILURE_WRITE_EVERY = 0.5
 OUTAGE_REASON = (
     "The task failed because the hub's database was unavailable: its progress could not be written."
 )
@@ -290,8 +291,9 @@ class TaskUpdater:
 
     async def write_failure(self) -> None:
         """Write the failure of a turn the outage ended (`unwritten`) once the database is
-        back, trying once a second for FAILURE_WRITE_SECONDS (the run stays in the runner's
-        table meanwhile, so its heartbeat tells recovery that its process lives)."""
+        back, trying every FAILURE_WRITE_EVERY for FAILURE_WRITE_SECONDS (the run stays in
+        the runner's table meanwhile, so its heartbeat tells recovery that its process
+        lives)."""
         failure = self.unwritten
         assert failure is not None
         loop = asyncio.get_running_loop()
@@ -313,7 +315,7 @@ class TaskUpdater:
                         self.task_id,
                     )
                     return
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(FAILURE_WRITE_EVERY)
 
     def _settle_from_store(self) -> None:
         if not self.settled.done():
