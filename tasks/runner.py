@@ -342,7 +342,13 @@ def ensure_maintenance() -> None:
         target=maintenance_loop, name="a2ahub-maintenance", daemon=True
     )
     _maintenance_thread.start()
-    bus.get().subscribe_in_background(CONTROL_CHANNEL, lambda body: request_stop(body.decode()))
+    bus.get().subscribe_in_background(CONTROL_CHANNEL, stop_requested)
+
+
+def stop_requested(body: bytes | str) -> None:
+    """A stop request on the bus: another process's comes as bytes, this process's own (a
+    recovery job here, say) as it was published."""
+    request_stop(body.decode() if isinstance(body, bytes) else body)
 
 
 _maintenance_stopping = threading.Event()

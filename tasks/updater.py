@@ -198,9 +198,10 @@ class TaskUpdater:
 
     async def flush(self) -> None:
         """Write what is queued; safe to call at any time, and in any number of places.
-        Changes queued while a write is under way are written before it returns."""
+        Changes queued while a write is under way are written before it returns; none once
+        the turn has stopped (the outage ended it, say, while the agent went on)."""
         async with self._lock:
-            while self.buffer or not self.stored:
+            while (self.buffer or not self.stored) and not self.stopped:
                 changes, self.buffer = self.buffer, []
                 if not await self._write_batch(changes):
                     return
