@@ -48,9 +48,11 @@ Content = str | pb.Message | Iterable[pb.Part] | None
 PROGRESS_KEY = "a2ahub/progress"
 
 # A write the database refused because it was away (a restart, a failover) is tried again
-# after each of these pauses: a blip costs the turn a pause, not its life. Past them the
-# turn ends, failed for that reason.
+# after each of these pauses, for RETRY_SECONDS at most (an attempt may itself wait for a
+# pool's connection): a blip costs the turn a pause, not its life. Past that the turn
+# ends, failed for that reason.
 RETRY_PAUSES = (0.1, 0.25, 0.5, 1.0, 1.0, 1.0, 1.0)
+RETRY_SECONDS = 5.0
 # How long a turn the outage ended goes on trying to write its failure, and how often: the
 # task says why it failed rather than wait for recovery to call its process dead.
 FAILURE_WRITE_SECONDS = 300.0
@@ -241,12 +243,14 @@ class TaskUpdater:
         """`_store`, tried again while the database is away, for RETRY_PAUSES. A retry
         writes nothing twice: a new task's insert meets its own row, and a change is made
         only if the task's events are still the ones this updater knows (`writer.record`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RETRY_SECONDS
         again = False
         for pause in (*RETRY_PAUSES, None):
             try:
                 return await self._store(changes, again)
             except DATABASE_AWAY:
-                if pause is None:
+                if pause is None or loop.time() + pause > deadline:
                     raise
             if not again:
                 logger.info("task %s: the database is unavailable; writing again", self.task_id)
