@@ -36,7 +36,10 @@ def fail_stale(cutoff: datetime) -> int:
     )
     failed = 0
     for task_id in list(stale):
-        reason = "The process running this task stopped; the task was failed by recovery."
+        reason = (
+            "The process running this task stopped answering (it ended, or could not reach "
+            "the database); the task was failed by recovery."
+        )
         if async_to_sync(writer.fail_stale)(task_id, reason):
             logger.warning("recovered stale task %s", task_id)
             failed += 1

@@ -30,7 +30,7 @@ from django.db import (
 from django.utils import timezone
 
 from a2ahub import bus, schedule
-from a2ahub.errors import A2AError
+from a2ahub.errors import DATABASE_AWAY, A2AError
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent
@@ -89,14 +89,16 @@ async def start(
     state: TaskState,
     stored: bool,
     streamed: bool = False,
+    sequence: int = 0,
 ) -> TaskUpdater:
     """Start an executor's turn on this loop and return its updater (whose `settled` future
     resolves when the task reaches a final or interrupted state, or the agent replies).
 
     A streamed turn stores its task as early as it can, since its stream opens with it:
     before the executor runs, unless the executor may answer with a single Message instead
-    (then at its first act)."""
+    (then at its first act). `sequence`: a stored task's last event."""
     updater = TaskUpdater(spec, stored=stored, state=state, runner=RUNNER_ID)
+    updater.last_sequence = sequence
     updater.streamed = streamed
     updater.snapshots = not streamed
     if stored:
@@ -105,6 +107,7 @@ async def start(
     if streamed and not stored and not run.executor.replies_with_messages:
         await updater.flush()
         if updater.stopped:
+            updater.ended.set_result(None)
             return updater  # not written: `settled` holds the error
     with running_lock:
         RUNNING[updater.task_id] = run
@@ -141,6 +144,7 @@ async def execute(run: Run) -> None:
         finally:
             with running_lock:
                 RUNNING.pop(updater.task_id, None)
+            updater.ended.set_result(None)
 
 
 async def end_with_failure(updater: TaskUpdater, text: str) -> None:
@@ -149,7 +153,11 @@ async def end_with_failure(updater: TaskUpdater, text: str) -> None:
 
 
 async def finish(updater: TaskUpdater) -> None:
-    """Write what is left; a turn that stopped half-way fails rather than hang in working."""
+    """Write what is left; a turn that stopped half-way fails rather than hang in working,
+    and one the database's outage stopped fails for that reason once it is back."""
+    if updater.unwritten is not None:
+        await updater.write_failure()
+        return
     if updater.stopped:
         if not updater.settled.done():
             updater.settled.set_result(changes.Outcome(TaskState.CANCELED, 0))
@@ -164,10 +172,16 @@ async def finish(updater: TaskUpdater) -> None:
 async def hand_over_missed(updater: TaskUpdater) -> None:
     """A streamed turn stopped by someone else (a cancel, recovery) hands what they wrote to
     the stream, which listens to this process alone (`events.subscribe`)."""
-    if updater.stored:
+    if not updater.stored:
+        return
+    try:
         missed = await sync_to_async(read_events_released)(updater.task_id, updater.last_sequence)
-        if missed:
-            events.deliver_local(updater.task_id, missed)
+    except DATABASE_AWAY as exc:
+        # The stream reads them itself once the turn has ended (or ends with this error).
+        logger.warning("task %s: could not read what stopped it: %s", updater.task_id, exc)
+        return
+    if missed:
+        events.deliver_local(updater.task_id, missed)
 
 
 def read_events_released(task_id: str, after: int) -> list[events.Event]:
@@ -186,6 +200,7 @@ class Claim:
     context: RequestContext
     state: TaskState
     known: changes.Known
+    sequence: int  # the task's last event
 
 
 _job_threads = threading.local()
@@ -248,7 +263,9 @@ async def run_stored(task_id: str, token: str, reply_to: str = "") -> None:
 async def run_claimed(claim: Claim, reply_to: str) -> None:
     """Execute the claimed turn; when it ends, tell the waiting web process (`reply_to`),
     with the task as it ended so it need not read it again."""
-    updater = await start(claim.agent, claim.spec, claim.context, claim.state, stored=True)
+    updater = await start(
+        claim.agent, claim.spec, claim.context, claim.state, stored=True, sequence=claim.sequence
+    )
     # The turn has not run yet (start only schedules it): these hold from its first write.
     updater.known = claim.known
     snapshot = b""
@@ -305,7 +322,7 @@ def claim_and_load(task_id: str, token: str) -> Claim | None:
         spec.context_id, len(history), artifacts, task["push_enabled"], task["metadata"],
         list(history),
     )  # fmt: skip
-    return Claim(agent, spec, context, TaskState(task["state"]), known)
+    return Claim(agent, spec, context, TaskState(task["state"]), known, task["last_sequence"])
 
 
 # -- maintenance: heartbeats, recovery, and stop requests from other processes ------------
@@ -325,7 +342,13 @@ def ensure_maintenance() -> None:
         target=maintenance_loop, name="a2ahub-maintenance", daemon=True
     )
     _maintenance_thread.start()
-    bus.get().subscribe_in_background(CONTROL_CHANNEL, lambda body: request_stop(body.decode()))
+    bus.get().subscribe_in_background(CONTROL_CHANNEL, stop_requested)
+
+
+def stop_requested(body: bytes | str) -> None:
+    """A stop request on the bus: another process's comes as bytes, this process's own (a
+    recovery job here, say) as it was published."""
+    request_stop(body.decode() if isinstance(body, bytes) else body)
 
 
 _maintenance_stopping = threading.Event()

@@ -261,21 +261,31 @@ STATUS_FIELDS = ("status_message", "status_timestamp")
 
 
 def update_params(
-    task_id: Any, states: Sequence[str], owner: str | None, values: dict[str, Any], new_events: int
+    task_id: Any,
+    states: Sequence[str],
+    owner: str | None,
+    values: dict[str, Any],
+    new_events: int,
+    sequence: int | None = None,
 ) -> tuple[tuple[str, ...], list[Any]]:
     """The fields the UPDATE sets (part of the key of its statement) and its parameters."""
     params = [task_parameter(name)(value) for name, value in values.items()]
     params += [new_events, task_key(task_id), *states]
     if owner is not None:
         params.append(owner)
+    if sequence is not None:
+        params.append(sequence)
     return tuple(values), params
 
 
 @lru_cache(maxsize=64)
-def update_sql(names: tuple[str, ...], states: int, by_owner: bool, without_push: bool) -> str:
+def update_sql(
+    names: tuple[str, ...], states: int, by_owner: bool, without_push: bool, by_sequence: bool
+) -> str:
     """`UPDATE` of the task's fields `names` and its event count, if it is in one of the
-    expected states (and has that owner; and, `without_push`, has no webhooks), returning
-    its new event count and whether it has webhooks."""
+    expected states (and has that owner; and, `without_push`, has no webhooks; and,
+    `by_sequence`, has that event count), returning its new event count and whether it has
+    webhooks."""
     sets = ", ".join(f"{column(Task, name)} = %s" for name in names)
     sequence = column(Task, "last_sequence")
     statement = (
@@ -287,6 +297,8 @@ def update_sql(names: tuple[str, ...], states: int, by_owner: bool, without_push
         statement += f" AND {column(Task, 'owner')} = %s"
     if without_push:
         statement += f" AND NOT {column(Task, 'push_enabled')}"
+    if by_sequence:
+        statement += f" AND {sequence} = %s"
     return statement + f" RETURNING {columns(Task, ('last_sequence', 'push_enabled'))}"
 
 
@@ -304,6 +316,7 @@ class Change:
     extra: Sequence[Row] = ()
     owner: str | None = None  # the task must have this owner
     without_push: bool = False  # refused if the task has webhooks
+    sequence: int | None = None  # the task's last event must be this one (a retry)
 
 
 def change_statement(change: Change) -> tuple[str, list[Any]]:
@@ -317,14 +330,16 @@ def change_statement(change: Change) -> tuple[str, list[Any]]:
     """
     groups = (change.messages, change.artifacts, change.events)
     names, params = update_params(
-        change.task_id, change.states, change.owner, change.values, len(change.events)
-    )
+        change.task_id, change.states, change.owner, change.values, len(change.events),
+        change.sequence,
+    )  # fmt: skip
     for group in groups[:2]:
         if group:
             params += row_params(group)
     statement = partial(
         change_sql, names, len(change.states), change.owner is not None, change.without_push,
-        *(len(group) for group in groups), len(change.updated_artifacts),
+        change.sequence is not None, *(len(group) for group in groups),
+        len(change.updated_artifacts),
     )  # fmt: skip
     if change.updated_artifacts:
         params += [
@@ -354,6 +369,7 @@ def change_sql(
     states: int,
     by_owner: bool,
     without_push: bool,
+    by_sequence: bool,
     messages: int,
     artifacts: int,
     events: int,
@@ -363,7 +379,7 @@ def change_sql(
     """`change_statement`'s SQL for a batch of this shape, the parts `following` (rows
     other apps add) after the events."""
     sequence = column(Task, "last_sequence")
-    parts = [f"u AS ({update_sql(names, states, by_owner, without_push)})"]
+    parts = [f"u AS ({update_sql(names, states, by_owner, without_push, by_sequence)})"]
     if_updated = "SELECT v.* FROM {values} WHERE EXISTS (SELECT 1 FROM u)"
     for name, model, count in (("m", Message, messages), ("a", Artifact, artifacts)):
         if count:
@@ -427,7 +443,7 @@ def fetch_one(statement: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
 
 CLAIMED_COLUMNS = (
     "agent_id", "owner", "context_id", "protocol_version", "execution_mode", "metadata",
-    "state", "push_enabled",
+    "state", "push_enabled", "last_sequence",
 )  # fmt: skip
 MESSAGE_COLUMNS = (
     "message_id", "context_id", "role", "parts", "reference_task_ids", "extensions", "metadata",

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import F, Model
 
 from a2ahub import asyncdb
+from a2ahub.errors import DATABASE_AWAY
 from tasks import events, hooks, sql
 from tasks.changes import Plan, number_events
 from tasks.columns import field
@@ -113,6 +114,11 @@ def on_django(
         if done is not None:
             after_commit(*done)
         return rows
+    except DATABASE_AWAY:
+        # Django keeps a connection the database dropped: the write's retry needs a new one.
+        if not connection.in_atomic_block:
+            connection.close()
+        raise
     finally:
         if release_after_write.get():
             connection.close()
@@ -146,6 +152,8 @@ class OrmStore:
                 tasks = tasks.filter(owner=change.owner)
             if change.without_push:
                 tasks = tasks.filter(push_enabled=False)
+            if change.sequence is not None:
+                tasks = tasks.filter(last_sequence=change.sequence)
             sequence = F("last_sequence") + len(plan.events)
             if not tasks.update(**change.values, last_sequence=sequence):
                 return None

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
+from django.utils import timezone
 
-from a2ahub.errors import InvalidAgentResponseError, internal_error
+from a2ahub.errors import DATABASE_AWAY, InvalidAgentResponseError, internal_error
 from tasks import writer
 from tasks.changes import (
     ArtifactChange,
@@ -25,13 +26,16 @@ from tasks.changes import (
     Known,
     NewTask,
     Outcome,
+    Plan,
     StatusChange,
     TransitionRefused,
+    agent_text,
     check_transition,
+    snapshot_of,
 )
-from tasks.models import TaskState
+from tasks.models import Task, TaskState
 from tasks.stores import release_after_write as release_after_write
-from tasks.wire import ENDING_STATES
+from tasks.wire import ENDING_STATES, task_to_pb
 
 logger = logging.getLogger(__name__)
 S = TaskState
@@ -42,6 +46,20 @@ Content = str | pb.Message | Iterable[pb.Part] | None
 # metadata's `PROGRESS_KEY` holds `{"done": 3, "total": 12}`. Pages draw a bar from it, never
 # from the text, which is the agent's own wording.
 PROGRESS_KEY = "a2ahub/progress"
+
+# A write the database refused because it was away (a restart, a failover) is tried again
+# after each of these pauses, for RETRY_SECONDS at most (an attempt may itself wait for a
+# pool's connection): a blip costs the turn a pause, not its life. Past that the turn
+# ends, failed for that reason.
+RETRY_PAUSES = (0.1, 0.25, 0.5, 1.0, 1.0, 1.0, 1.0)
+RETRY_SECONDS = 5.0
+# How long a turn the outage ended goes on trying to write its failure, and how often: the
+# task says why it failed rather than wait for recovery to call its process dead.
+FAILURE_WRITE_SECONDS = 300.0
+FAILURE_WRITE_EVERY = 0.5
+OUTAGE_REASON = (
+    "The task failed because the hub's database was unavailable: its progress could not be written."
+)
 
 
 def agent_message(content: Content) -> pb.Message | None:
@@ -78,9 +96,15 @@ class TaskUpdater:
         self.snapshots = True
         self.buffer: list[Change] = []
         self.stopped = False
+        # The failure of a turn the database's outage ended, not written yet (the stream of
+        # the turn ends with its event, and the runner writes it once the database is back).
+        self.unwritten: StatusChange | None = None
+        self.unwritten_event: dict[str, Any] | None = None
         self.settled: asyncio.Future[Outcome | pb.Message] = (
             asyncio.get_running_loop().create_future()
         )
+        # Set by the runner once the turn is over here: all it wrote has been handed on.
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._flushing: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
@@ -176,25 +200,35 @@ class TaskUpdater:
 
     async def flush(self) -> None:
         """Write what is queued; safe to call at any time, and in any number of places.
-        Changes queued while a write is under way are written before it returns."""
+        Changes queued while a write is under way are written before it returns; none once
+        the turn has stopped (the outage ended it, say, while the agent went on)."""
         async with self._lock:
-            while self.buffer or not self.stored:
+            while (self.buffer or not self.stored) and not self.stopped:
                 changes, self.buffer = self.buffer, []
                 if not await self._write_batch(changes):
                     return
 
     async def _write_batch(self, changes: list[Change]) -> bool:
         try:
-            outcome = await self._store(changes)
+            outcome = await self._store_retrying(changes)
         except TransitionRefused as exc:
             # Someone else (a cancel, the recovery job) ended the task first.
             logger.info("task %s moved on without its runner: %s", self.task_id, exc)
             self.stopped = True
             self._settle_from_store()
             return False
+        except DATABASE_AWAY as exc:
+            logger.warning(
+                "task %s: the database stayed unavailable for its write; the turn ends: %s",
+                self.task_id, exc,
+            )  # fmt: skip
+            self.stopped = True
+            self._settle_unwritten(exc)
+            return False
         except Exception as exc:
             # The turn cannot go on unwritten; waiters get an error now, and recovery
             # fails the task once its runner has gone quiet.
+            logger.exception("task %s: its write failed; the turn ends", self.task_id)
             self.stopped = True
             if not self.settled.done():
                 self.settled.set_exception(internal_error(exc))
@@ -205,16 +239,88 @@ class TaskUpdater:
             self.settled.set_result(outcome)
         return True
 
-    async def _store(self, changes: list[Change]) -> Outcome:
+    async def _store_retrying(self, changes: list[Change]) -> Outcome:
+        """`_store`, tried again while the database is away, for RETRY_PAUSES. A retry
+        writes nothing twice: a new task's insert meets its own row, and a change is made
+        only if the task's events are still the ones this updater knows (`writer.record`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RETRY_SECONDS
+        again = False
+        for pause in (*RETRY_PAUSES, None):
+            try:
+                return await self._store(changes, again)
+            except DATABASE_AWAY:
+                if pause is None or loop.time() + pause > deadline:
+                    raise
+            if not again:
+                logger.info("task %s: the database is unavailable; writing again", self.task_id)
+            again = True
+            await asyncio.sleep(pause)
+        raise AssertionError("unreachable")
+
+    async def _store(self, changes: list[Change], again: bool = False) -> Outcome:
         if not self.stored:
             outcome = await writer.open(
-                self.spec, changes, runner=self.runner, history=self.snapshots
+                self.spec, changes, runner=self.runner, history=self.snapshots, again=again
             )
             self.stored = True
         else:
-            outcome = await writer.record(self.spec.id, self.stored_state, changes, self.known)
+            outcome = await writer.record(
+                self.spec.id, self.stored_state, changes, self.known,
+                after=self.last_sequence if again else None,
+            )  # fmt: skip
         self.known = outcome.known or self.known
         return outcome
+
+    def _settle_unwritten(self, exc: BaseException) -> None:
+        """The database stayed away: a task never stored fails the send (nothing stored, the
+        caller may send again); a stored one ends failed for that reason, as its waiters
+        and its stream are told now, and as the runner writes it once it can."""
+        if not self.stored:
+            if not self.settled.done():
+                self.settled.set_exception(internal_error(exc))
+            return
+        self.unwritten = StatusChange(S.FAILED, agent_text(OUTAGE_REASON))
+        shell = Task(id=self.spec.id, context_id=self.context_id, state=self.stored_state)
+        plan = Plan(shell, self.last_sequence, timezone.now())
+        plan.status(self.unwritten, self.known.position if self.known else 0)
+        self.unwritten_event = plan.events[0].payload
+        snapshot = None
+        if self.snapshots:
+            snapshot = snapshot_of(plan.task, self.known) if self.known else None
+            if snapshot is None:
+                snapshot = task_to_pb(plan.task)
+                snapshot.history.append(self.spec.message)
+        if not self.settled.done():
+            self.settled.set_result(Outcome(S.FAILED, self.last_sequence, snapshot))
+
+    async def write_failure(self) -> None:
+        """Write the failure of a turn the outage ended (`unwritten`) once the database is
+        back, trying every FAILURE_WRITE_EVERY for FAILURE_WRITE_SECONDS (the run stays in
+        the runner's table meanwhile, so its heartbeat tells recovery that its process
+        lives)."""
+        failure = self.unwritten
+        assert failure is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FAILURE_WRITE_SECONDS
+        while True:
+            try:
+                await writer.record(
+                    self.spec.id, self.stored_state, [failure], self.known,
+                    also={"last_error": OUTAGE_REASON},
+                )  # fmt: skip
+                logger.warning("task %s failed: the database was unavailable", self.task_id)
+                return
+            except TransitionRefused:
+                return  # ended by someone else meanwhile (recovery, a cancel)
+            except DATABASE_AWAY:
+                if loop.time() > deadline:
+                    logger.error(
+                        "task %s: could not write its failure; recovery will fail it",
+                        self.task_id,
+                    )
+                    return
+            await asyncio.sleep(FAILURE_WRITE_EVERY)
 
     def _settle_from_store(self) -> None:
         if not self.settled.done():

@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError
 from django.utils import timezone
 
-from a2ahub.errors import invalid_params
+from a2ahub.errors import InvalidParamsError, invalid_params
 from tasks import hooks, reading, sql, stopping
 from tasks.changes import (
     ArtifactChange,
@@ -36,26 +36,41 @@ from tasks.changes import (
     agent_text,
     apply_changes,
     final_state,
+    number_events,
     plan_open,
     snapshot_of,
     stamp,
 )
 from tasks.models import OPEN_STATES, TERMINAL_STATES, Artifact, Task, TaskState
-from tasks.stores import store
+from tasks.stores import announce, store
 from tasks.wire import ENDING_STATES, message_to_pb, task_to_pb
 
 
 async def open(
-    spec: NewTask, changes: Sequence[Change] = (), runner: str = "", history: bool = True
+    spec: NewTask,
+    changes: Sequence[Change] = (),
+    runner: str = "",
+    history: bool = True,
+    again: bool = False,
 ) -> Outcome:
     """Store a new task with its first message and, in the same write, any changes the
     executor already made (a fast agent's whole life is one write) and its push config.
     Without `history` the outcome knows no messages, and the turn's end carries no snapshot
-    of the task (a stream, say, has no use for one)."""
+    of the task (a stream, say, has no use for one). `again`: a retry of a write whose
+    answer was lost, which may have been stored (the task's id is this write's own)."""
     task, plan, end = plan_open(spec, changes, runner)
     extra = hooks.rows_for(task, spec.push_config) if spec.push_config is not None else []
-    with client_id_guard(spec):
-        await store().insert(plan, extra)
+    try:
+        with client_id_guard(spec):
+            await store().insert(plan, extra)
+    except (IntegrityError, InvalidParamsError):
+        if not again:
+            raise
+        _, sequence, _ = await sync_to_async(reading.sequence_state_of)(spec.id)
+        if sequence != plan.sequence:
+            raise
+        # The lost answer's write was stored: its events were never told.
+        announce(plan, task.push_enabled, on_loop=True)
     return opened(task, plan, end, history)
 
 
@@ -91,10 +106,13 @@ async def record(
     changes: Sequence[Change],
     known: Known | None = None,
     also: dict[str, Any] | None = None,
+    after: int | None = None,
 ) -> Outcome:
     """Apply an executor's changes to a stored task that is still in the `expected` state.
     `known` (read when not given) is brought up to date; `also` sets more of the task's
-    fields in the same write."""
+    fields in the same write. `after`: a retry of a write whose answer was lost, made only
+    if the task's last event is still this one (and taken as done if the lost write's
+    events follow it)."""
     end = final_state(expected, changes)
     if known is None:
         known = await sync_to_async(reading.read_known)(task_id)
@@ -108,7 +126,7 @@ async def record(
         artifacts.update({key: copy(row) for key, row in (known.artifacts or {}).items()})
         apply_changes(plan, changes, artifacts, known.position)
 
-    plan = await apply(task_id, known, (expected,), end, build, also=also)
+    plan = await apply(task_id, known, (expected,), end, build, also=also, after=after)
     if known.artifacts is not None:
         known.artifacts = artifacts
     known.position += len(plan.messages)
@@ -128,10 +146,12 @@ async def apply(
     config: pb.TaskPushNotificationConfig | None = None,
     protocol_version: str = "",
     also: dict[str, Any] | None = None,
+    after: int | None = None,
 ) -> Plan:
     """Plan a change with `build` and write it if the task is in one of `states` (and has
-    that `owner`). A task not known to have webhooks is written without push's rows, on the
-    condition that it still has none; one that got a webhook meanwhile is planned again."""
+    that `owner`; and, `after`, that last event). A task not known to have webhooks is
+    written without push's rows, on the condition that it still has none; one that got a
+    webhook meanwhile is planned again."""
     while True:
         shell = Task(
             id=task_id, context_id=known.context_id, state=states[0],
@@ -152,17 +172,31 @@ async def apply(
         change = sql.Change(
             task_id, tuple(states), values, plan.messages, plan.artifacts,
             plan.updated_artifacts, plan.events, owner=owner, without_push=not followed,
-            extra=hooks.rows_for(shell, config) if followed else (),
+            extra=hooks.rows_for(shell, config) if followed else (), sequence=after,
         )  # fmt: skip
         changed = await store().change(change, plan)
         if changed is not None:
             known.push_enabled = changed[1]
             shell.push_enabled = changed[1]
             return plan
+        if after is not None and await written_before(task_id, after, end, plan):
+            return plan
         state, pushed = await sync_to_async(reading.state_of)(task_id)
         if not (state in states and pushed and not followed):
             raise TransitionRefused(state, end)
         known.push_enabled = True
+
+
+async def written_before(task_id: uuid.UUID | str, after: int, end: TaskState, plan: Plan) -> bool:
+    """Whether a retried change refused for its `after` was written by the attempt whose
+    answer was lost (the task is in its end state with exactly its events after `after`);
+    if so its events are told now, as they were not then."""
+    state, sequence, pushed = await sync_to_async(reading.sequence_state_of)(task_id)
+    if state != end or sequence != after + len(plan.events):
+        return False
+    number_events(plan, sequence)
+    announce(plan, pushed, on_loop=True)
+    return True
 
 
 async def add_user_message(
@@ -218,4 +252,7 @@ async def fail_stale(task_id: uuid.UUID | str, reason: str) -> bool:
         await record(task_id, TaskState(state), failure, also={"last_error": reason})
     except TransitionRefused:
         return False
+    # A turn still running (its process lost the database a while, say) stops, and hands
+    # this failure to its stream.
+    await stopping.stop_everywhere(str(task_id))
     return True

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from a2ahub.errors import UnsupportedOperationError
+from a2ahub.errors import InternalError, UnsupportedOperationError
 from protocol.calls import Call
 from protocol.handlers.owned import owned_task
 from protocol.handlers.tasks import Turn, prepare_turn, queue_turn
@@ -51,10 +51,16 @@ def released(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
 
 
 async def follow(
-    subscription: events.Subscription, task_id: str, after: int, first: events.Event | None = None
+    subscription: events.Subscription,
+    task_id: str,
+    after: int,
+    first: events.Event | None = None,
+    updater: TaskUpdater | None = None,
 ) -> AsyncIterator[StreamItem]:
     """Live events after sequence `after` (beginning with `first` when it was taken from the
-    subscription already), in order, until one ends the stream."""
+    subscription already), in order, until one ends the stream. With the `updater` of the
+    turn this process runs, the stream also ends when that turn ends without a final event
+    (`turn_ended`): it never waits for what nobody will write."""
     last = after
     while True:
         if first is not None:
@@ -64,21 +70,51 @@ async def follow(
             if not subscription.ready:
                 yield PAUSE
             received = await subscription.get()
-        if received is events.IDLE:
-            yield KEEP_ALIVE
         if isinstance(received, events.Marker):
+            async for item in on_marker(received, updater, task_id, last):
+                yield item
+                if event_ends_stream(item[1]):
+                    return
             continue
         sequence, payload = received
         if sequence <= last:
             continue
-        if sequence > last + 1:
-            yield PAUSE
-            for item in await released(reading.read_events)(task_id, last, sequence - 1):
-                yield item
+        for item in await gap(task_id, last, sequence):
+            yield item
         last = sequence
         yield sequence, payload
         if event_ends_stream(payload):
             return
+
+
+async def gap(task_id: str, last: int, sequence: int) -> list[StreamItem]:
+    """The events between `last` and `sequence` the stream missed, from the database."""
+    if sequence == last + 1:
+        return []
+    return [PAUSE, *await released(reading.read_events)(task_id, last, sequence - 1)]
+
+
+async def on_marker(
+    marker: events.Marker, updater: TaskUpdater | None, task_id: str, last: int
+) -> AsyncIterator[StreamItem]:
+    """A keep-alive for an idle line. When the turn this process runs is over and its stream
+    heard no final event (the turn's end nudges the subscription): the failure the
+    database's outage left unwritten, or else whatever was written that the stream did not
+    hear (a hand-over that failed, say), from the database; a database that is away ends
+    the stream with that error."""
+    if marker is events.IDLE:
+        yield KEEP_ALIVE
+    if marker is not events.NUDGED or updater is None:
+        return
+    if updater.unwritten_event is not None:
+        yield None, updater.unwritten_event
+    elif updater.ended.done():
+        yield PAUSE
+        for item in await released(reading.read_events)(task_id, last):
+            yield item
+            if event_ends_stream(item[1]):
+                return
+        raise InternalError(f"The turn of task {task_id} ended without a final state.")
 
 
 async def open_subscription(task_id: str, over_redis: bool = True) -> events.Subscription:
@@ -120,8 +156,9 @@ async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
         await queue_turn(turn.spec, turn)
         return None
     return await runner.start(
-        call.agent, turn.spec, turn.context, turn.state, turn.stored, streamed=True
-    )
+        call.agent, turn.spec, turn.context, turn.state, turn.stored, streamed=True,
+        sequence=turn.sequence,
+    )  # fmt: skip
 
 
 async def stream_turn(
@@ -133,6 +170,11 @@ async def stream_turn(
 ) -> AsyncIterator[StreamItem]:
     try:
         first: events.Event | None = None
+        if updater is not None:
+            # The turn settling or ending nudges the subscription: the stream waits on one
+            # queue, and hears a turn that ends without an event of its own.
+            updater.settled.add_done_callback(lambda _: subscription.nudge())
+            updater.ended.add_done_callback(lambda _: subscription.nudge())
         if snapshot is not None:
             yield None, {"task": to_json(snapshot)}
         elif updater is not None:
@@ -145,7 +187,7 @@ async def stream_turn(
                     return
                 else:
                     first = (sequence, payload)
-        async for item in follow(subscription, str(turn.spec.id), after, first):
+        async for item in follow(subscription, str(turn.spec.id), after, first, updater):
             yield item
     finally:
         events.unsubscribe(subscription)
@@ -156,9 +198,7 @@ async def opening(
 ) -> AsyncIterator[StreamItem]:
     """Until the turn's first event: keep-alives, then that event; or the single Message an
     inline agent may answer with instead of a task; or nothing, when the turn settled before
-    any event came (its events follow). The turn settling nudges the subscription, so the
-    stream waits on one queue."""
-    updater.settled.add_done_callback(lambda _: subscription.nudge())
+    any event came (its events follow, or its failure unwritten: `follow`)."""
     while True:
         if not subscription.ready:
             yield PAUSE
@@ -172,6 +212,8 @@ async def opening(
             settled = updater.settled.result()  # a turn that failed unwritten raises here
             if isinstance(settled, pb.Message):
                 yield None, {"message": to_json(settled)}
+            elif updater.unwritten_event is not None:
+                yield None, updater.unwritten_event  # the database was away: the whole stream
             return
 
 

@@ -303,10 +303,11 @@ def check_follow_up(
 
 async def prepare_follow_up(
     call: Call, message: pb.Message, push_config: pb.TaskPushNotificationConfig | None, token: str
-) -> tuple[Task, list[pb.Message]]:
+) -> tuple[Task, list[pb.Message], int]:
+    """The task, its messages with this one, and its last event's number after it."""
     task, history = await sync_to_async(check_follow_up)(call, message, push_config)
     try:
-        await writer.add_user_message(
+        added = await writer.add_user_message(
             task, call.principal.id, message, push_config, len(history), runner=token
         )
     except changes.TransitionRefused:
@@ -314,7 +315,7 @@ async def prepare_follow_up(
             f"Task {message.task_id} moved on; it takes no message now."
         ) from None
     history.append(changes.stamp(message, task, pb.ROLE_USER))
-    return task, history
+    return task, history, added.last_sequence
 
 
 @dataclass
@@ -326,6 +327,7 @@ class Turn:
     state: TaskState
     stored: bool
     token: str = ""  # a worker's turn: only the job holding it may claim the task
+    sequence: int = 0  # a stored task's last event
 
 
 def skill_named(message: pb.Message) -> str | None:
@@ -356,11 +358,11 @@ async def prepare_turn(call: Call, request: pb.SendMessageRequest) -> Turn:
     worker = execution_mode(call.agent) == ExecutionMode.WORKER
     token = f"queued:{uuid.uuid4().hex}" if worker else ""
     if message.task_id:
-        task, history = await prepare_follow_up(call, message, push_config, token)
+        task, history, sequence = await prepare_follow_up(call, message, push_config, token)
         message.task_id = str(task.id)  # the executor sees the hub's id, whoever sent it
         spec = spec_for(call, request, task.context_id, task.id)
         context = make_context(call, spec, message, history, continuation=True)
-        return Turn(spec, context, TaskState.WORKING, stored=True, token=token)
+        return Turn(spec, context, TaskState.WORKING, stored=True, token=token, sequence=sequence)
     spec = spec_for(call, request, message.context_id or str(uuid.uuid4()), uuid.uuid4())
     spec.client_id = client_id
     spec.push_config = push_config
@@ -403,7 +405,9 @@ async def run_turn(
     spec = turn.spec
     if spec.execution_mode == ExecutionMode.WORKER:
         return await run_on_worker(call, spec, turn, immediate, length)
-    updater = await runner.start(call.agent, spec, turn.context, turn.state, stored=turn.stored)
+    updater = await runner.start(
+        call.agent, spec, turn.context, turn.state, stored=turn.stored, sequence=turn.sequence
+    )
     if immediate:
         # One loop turn first: an agent that acts before it awaits anything (a fast one ends
         # there) has its changes written with its new task, one write, rather than a second
@@ -420,8 +424,11 @@ async def run_turn(
     settled = updater.settled.result() if updater.settled.done() else None
     if isinstance(settled, pb.Message):
         return settled
-    if isinstance(settled, changes.Outcome) and settled.snapshot is not None and length is None:
-        return settled.snapshot
+    # A turn the database's outage ended answers with the task as it ended, not written
+    # yet: the database cannot be read either.
+    whole = length is None or updater.unwritten is not None
+    if isinstance(settled, changes.Outcome) and settled.snapshot is not None and whole:
+        return with_history_length(settled.snapshot, length)
     return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
 
 
