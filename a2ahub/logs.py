@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from a2ahub import request_id
+from a2ahub import outages, request_id
 
 
 class JsonFormatter(logging.Formatter):
@@ -46,3 +46,16 @@ class JsonFormatter(logging.Formatter):
             line["stack"] = self.formatStack(record.stack_info)
         # Anything a library passed that JSON has no type for is written as its str().
         return orjson.dumps(line, default=str).decode()
+
+
+class OutagesFilter(logging.Filter):
+    """For loggers that report every failure with its traceback (Celery's of each job): a
+    failure that only says the database or Redis is away is counted in that outage, which
+    `a2ahub.outages` logs once, and is kept as an INFO line without its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and record.levelno > logging.INFO and outages.note(exc):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text = None, None
+        return True
