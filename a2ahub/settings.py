@@ -483,8 +483,10 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
         "httpx": {"level": "WARNING"},
         "psycopg.pool": {"level": "ERROR"},
-        # A periodic job fails on every tick while the database is away (see the filter).
+        # While the database or Redis is away, every periodic job fails on every tick, and
+        # beat cannot send them (see the filter).
         "celery.app.trace": {"filters": ["outages"]},
+        "celery.beat": {"filters": ["outages"]},
         "a2ahub.schedule": {"filters": ["outages"]},
     },
 }

@@ -116,3 +116,24 @@ def test_a_job_failing_for_want_of_the_database_is_an_info_line_of_the_outage() 
 
     assert (away.levelname, away.exc_info) == ("INFO", None)
     assert bug.levelname == "ERROR" and bug.exc_info is not None
+
+
+def test_a_failure_raised_from_an_outage_is_one_info_line_of_it() -> None:
+    """Beat wraps the broker's error in its own, and writes the stack into its message."""
+    try:
+        try:
+            raise OperationalError("the database system is starting up")
+        except OperationalError as exc:
+            raise RuntimeError("Couldn't apply scheduled task recovery") from exc
+    except RuntimeError:
+        args = ("Couldn't apply", "  File x, line 1")
+        record = logging.LogRecord("celery.beat", logging.ERROR, __file__, 1,
+                                   "Message Error: %s\n%s", args, sys.exc_info())  # fmt: skip
+    try:
+        OutagesFilter().filter(record)
+    finally:
+        outages.DATABASE.answered()
+
+    assert (record.levelname, record.getMessage(), record.exc_info) == (
+        "INFO", "Message Error: Couldn't apply", None,
+    )  # fmt: skip
