@@ -483,11 +483,15 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
         "httpx": {"level": "WARNING"},
         "psycopg.pool": {"level": "ERROR"},
-        # While the database or Redis is away, every periodic job fails on every tick, and
-        # beat cannot send them (see the filter).
+        # While the database or Redis is away, every periodic job fails on every tick, beat
+        # cannot send them, and the loops that keep tasks and deliveries going fail on each
+        # turn (see the filter).
         "celery.app.trace": {"filters": ["outages"]},
         "celery.beat": {"filters": ["outages"]},
         "a2ahub.schedule": {"filters": ["outages"]},
+        "tasks.runner": {"filters": ["outages"]},
+        "tasks.events": {"filters": ["outages"]},
+        "push.engine": {"filters": ["outages"]},
     },
 }
 

@@ -7,6 +7,7 @@ import logging
 import sys
 
 import pytest
+from django.conf import settings
 from django.db import OperationalError
 
 from a2ahub import outages
@@ -137,3 +138,23 @@ def test_a_failure_raised_from_an_outage_is_one_info_line_of_it() -> None:
     assert (record.levelname, record.getMessage(), record.exc_info) == (
         "INFO", "Message Error: Couldn't apply", None,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, config in settings.LOGGING["loggers"].items()
+             if "outages" in config.get("filters", [])]
+)  # fmt: skip
+def test_the_loops_and_jobs_that_retry_log_an_outage_not_a_traceback_a_try(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=name)
+    try:
+        try:
+            raise OperationalError("connection refused")
+        except OperationalError:
+            logging.getLogger(name).exception("trying again")
+    finally:
+        outages.DATABASE.answered()
+
+    [record] = [r for r in caplog.records if r.name == name]
+    assert (record.levelname, record.exc_info) == ("INFO", None)
