@@ -296,3 +296,17 @@ def test_every_web_process_and_worker_serves_again_within_a_second(
     assert kinds == {(kind, base) for kind in KINDS for base in restart.load.bases}
     assert [o for o in restart.burst if not o.ok or o.seconds > TURNS_WITHIN] == []
     assert workers_that_ran(hub, restart.burst) == {p.name for p in hub.workers}
+
+
+def test_each_process_logs_the_outage_once_as_it_begins_and_once_as_it_ends(
+    hub: Hub, restart: Restart
+) -> None:
+    """However many requests met the restart, a web process logs it as one outage: one line
+    as it begins, one as it ends (with how long it lasted). A worker that met it does too."""
+    for process in hub.processes:
+        lines = process.log.read_text(errors="replace").splitlines()
+        began = [line for line in lines if " The database is unavailable " in line]
+        ended = [line for line in lines if " The database answers again after " in line]
+        expected = 1 if process.name.startswith("web") else len(began)
+        assert (len(began), len(ended)) == (expected, expected), (process.name, began, ended)
+        assert expected <= 1, (process.name, began, ended)
