@@ -123,9 +123,9 @@ async def open_pool() -> asyncpg.Pool:
     database: dict[str, Any] = settings.DATABASES["default"]
     options: dict[str, Any] = database.get("OPTIONS", {}).get("pool", {})
     return await asyncpg.create_pool(
-        # None kept open while idle: asyncpg keeps a floor of connections by reconnecting in
-        # the background, and while the database is away it logs a traceback each attempt.
-        # (An idle connection is kept for asyncpg's five minutes all the same.)
+        # No floor of connections: asyncpg refills one in the background, and while the
+        # database is away it logs a traceback for each try. (Idle connections are still
+        # kept, for asyncpg's five minutes.)
         min_size=0,
         max_size=int(options.get("max_size", 10)),
         # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
@@ -162,19 +162,18 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
     # JSON comes wrapped for psycopg (the same statements run on Django's connection); the
     # jsonb codec above takes the value itself.
     values = [p.obj if isinstance(p, Jsonb) else p for p in params]
-    opened = await opened_pool()
     try:
         try:
-            rows = await run(opened, native(sql), values, fetch)
+            rows = await run(native(sql), values, fetch)
         except STALE:
             # A connection from before a restart, which had the server's goodbye but not yet
             # its end: the statement never left. Once more on a new connection.
-            rows = await run(opened, native(sql), values, fetch)
+            rows = await run(native(sql), values, fetch)
     except (*UNREACHABLE, *STALE) as exc:
         outages.DATABASE.failed(exc)
         # Every idle connection is from before the restart too: each is replaced when next
         # taken, rather than failing a request of its own first.
-        await opened.expire_connections()
+        await forget_connections()
         raise OperationalError(f"the database cannot be reached: {exc}") from exc
     except asyncpg.IntegrityConstraintViolationError as exc:
         # As the ORM's connections raise it, so callers catch one class on both paths.
@@ -183,27 +182,24 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
     return rows
 
 
-async def opened_pool() -> asyncpg.Pool:
-    try:
-        return await pool()
-    except UNREACHABLE as exc:
-        outages.DATABASE.failed(exc)
-        raise OperationalError(f"the database cannot be reached: {exc}") from exc
-
-
-async def run(
-    opened: asyncpg.Pool, statement: str, values: list[Any], fetch: bool
-) -> list[tuple[Any, ...]]:
-    async with opened.acquire() as conn:
+async def run(statement: str, values: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
+    async with (await pool()).acquire() as conn:
         try:
             if fetch:
                 return [tuple(row) for row in await conn.fetch(statement, *values)]
             await conn.execute(statement, *values)
             return []
         except STALE:
-            await opened.expire_connections()
+            await forget_connections()
             conn.terminate()  # closing it politely would wait on a protocol that is stuck
             raise
+
+
+async def forget_connections() -> None:
+    """Replace each of this loop's connections when it is next taken."""
+    opening = _pools.get(asyncio.get_running_loop())
+    if opening is not None and usable(opening):
+        await opening.result().expire_connections()
 
 
 async def close() -> None:
