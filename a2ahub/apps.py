@@ -15,7 +15,9 @@ class HubConfig(AppConfig):
         # its built-in inbox can receive deliveries without opening loopback to every caller.
         from django.conf import settings
         from django.contrib.auth.signals import user_logged_in, user_login_failed
+        from django.db.backends.signals import connection_created
 
+        from a2ahub import dbpool, outages
         from a2ahub.login_throttle import clear_failures, record_failure
         from a2ahub.outbound import register_own_origin
 
@@ -25,3 +27,16 @@ class HubConfig(AppConfig):
         # Failed and successful sign-ins, whichever form sent them, feed the login throttle.
         user_login_failed.connect(record_failure, dispatch_uid="a2ahub.login_throttle.failure")
         user_logged_in.connect(clear_failures, dispatch_uid="a2ahub.login_throttle.success")
+        dbpool.install()
+        if dbpool.drain not in outages.DATABASE.on_began:
+            outages.DATABASE.on_began.append(dbpool.drain)
+        # Django makes (or takes from its pool) a connection only once the database answered.
+        connection_created.connect(
+            database_answered, dispatch_uid="a2ahub.outages.database_answered"
+        )
+
+
+def database_answered(**kwargs: object) -> None:
+    from a2ahub import outages
+
+    outages.DATABASE.answered()

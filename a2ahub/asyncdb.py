@@ -34,6 +34,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, OperationalError, connections
 from psycopg.types.json import Jsonb
 
+from a2ahub import outages
+
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
 
 # What asyncpg raises when the database is away (refused, shutting down, the connection cut):
@@ -46,6 +48,11 @@ UNREACHABLE = (
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.CannotConnectNowError,
 )
+
+# What asyncpg raises for a connection whose server said goodbye (a restart's "terminating
+# connection") when it is used before the loop has read its end: the driver refuses to send
+# ("cannot switch to state 12; another operation (2) is in progress"), so nothing was sent.
+STALE = (asyncpg.exceptions.InternalClientError,)
 
 # The pool of each loop, as the task that opens it: the first callers all wait for the same one.
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[asyncpg.Pool]] = (
@@ -116,7 +123,10 @@ async def open_pool() -> asyncpg.Pool:
     database: dict[str, Any] = settings.DATABASES["default"]
     options: dict[str, Any] = database.get("OPTIONS", {}).get("pool", {})
     return await asyncpg.create_pool(
-        min_size=1,
+        # No floor of connections: asyncpg refills one in the background, and while the
+        # database is away it logs a traceback for each try. (Idle connections are still
+        # kept, for asyncpg's five minutes.)
+        min_size=0,
         max_size=int(options.get("max_size", 10)),
         # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
         # skips parsing and planning them (off for poolers in transaction mode).
@@ -153,16 +163,43 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
     # jsonb codec above takes the value itself.
     values = [p.obj if isinstance(p, Jsonb) else p for p in params]
     try:
-        async with (await pool()).acquire() as conn:
-            if fetch:
-                return [tuple(row) for row in await conn.fetch(native(sql), *values)]
-            await conn.execute(native(sql), *values)
-            return []
-    except UNREACHABLE as exc:
+        try:
+            rows = await run(native(sql), values, fetch)
+        except STALE:
+            # A connection from before a restart, which had the server's goodbye but not yet
+            # its end: the statement never left. Once more on a new connection.
+            rows = await run(native(sql), values, fetch)
+    except (*UNREACHABLE, *STALE) as exc:
+        outages.DATABASE.failed(exc)
+        # Every idle connection is from before the restart too: each is replaced when next
+        # taken, rather than failing a request of its own first.
+        await forget_connections()
         raise OperationalError(f"the database cannot be reached: {exc}") from exc
     except asyncpg.IntegrityConstraintViolationError as exc:
         # As the ORM's connections raise it, so callers catch one class on both paths.
         raise IntegrityError(str(exc)) from exc
+    outages.DATABASE.answered()
+    return rows
+
+
+async def run(statement: str, values: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
+    async with (await pool()).acquire() as conn:
+        try:
+            if fetch:
+                return [tuple(row) for row in await conn.fetch(statement, *values)]
+            await conn.execute(statement, *values)
+            return []
+        except STALE:
+            await forget_connections()
+            conn.terminate()  # closing it politely would wait on a protocol that is stuck
+            raise
+
+
+async def forget_connections() -> None:
+    """Replace each of this loop's connections when it is next taken."""
+    opening = _pools.get(asyncio.get_running_loop())
+    if opening is not None and usable(opening):
+        await opening.result().expire_connections()
 
 
 async def close() -> None:

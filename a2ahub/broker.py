@@ -10,6 +10,9 @@ from typing import Any
 
 from celery import beat
 from celery.worker.consumer import Consumer as CeleryConsumer
+from django.conf import settings
+
+from a2ahub import outages
 
 logger = logging.getLogger(__name__)
 
@@ -21,16 +24,24 @@ RECONNECT_INTERVALS = {"interval_start": 0.2, "interval_step": 0.2, "interval_ma
 
 class Consumer(CeleryConsumer):
     def ensure_connected(self, conn: Any) -> Any:
-        # Celery passes kombu no intervals of its own and takes none from its settings.
-        conn.ensure_connection = partial(conn.ensure_connection, **RECONNECT_INTERVALS)
+        # Celery passes kombu no intervals of its own and takes none from its settings, and
+        # logs an error for every attempt: the outage is logged once instead.
+        conn.ensure_connection = partial(reconnect, conn.ensure_connection)
         return super().ensure_connected(conn)
 
 
 class Scheduler(beat.Scheduler):
     def _ensure_connected(self) -> Any:
-        # Celery's own, with the intervals above.
-        def report(exc: Exception, interval: float) -> None:
-            logger.error("beat: connection error: %s; trying again in %s s", exc, interval)
-
+        # Celery's own, with the intervals above and the outage logged once.
         max_retries = self.app.conf.broker_connection_max_retries
-        return self.connection.ensure_connection(report, max_retries, **RECONNECT_INTERVALS)
+        return reconnect(self.connection.ensure_connection, None, max_retries)
+
+
+def reconnect(ensure: Any, errback: Any = None, max_retries: Any = None, **options: Any) -> Any:
+    """kombu's `ensure_connection`, each failed attempt counted in the outage of the broker."""
+    outage = outages.redis_at(settings.CELERY_BROKER_URL)
+    connection = ensure(
+        lambda exc, interval: outage.failed(exc), max_retries, **(options | RECONNECT_INTERVALS)
+    )
+    outage.answered()
+    return connection

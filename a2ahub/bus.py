@@ -6,9 +6,10 @@ subscriber in this process gets a message directly, as the object published, on 
 loop; other processes get it encoded, after this process's origin, which lets a process skip
 its own messages when Redis sends them back. `publish_soon` from an event loop hands the
 message to Redis without waiting: one task per loop pipelines what its writers published, in
-order. While Redis is away a publish is logged and lost (readers fill gaps from the
-database), and each loop's subscription subscribes again once Redis answers, then calls its
-subscribers' `restored` hooks.
+order. While Redis is away a publish is lost (readers fill gaps from the database), and each
+loop's subscription subscribes again once Redis answers, then calls its subscribers'
+`restored` hooks; the outage is logged once when it begins and once when it ends
+(`a2ahub.outages`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from a2ahub import redis_clients
+from a2ahub import outages, redis_clients
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ class RedisBus(InProcessBus):
             weakref.WeakKeyDictionary()
         )
         self.client = redis_clients.short_client(url)
+        self.outage = outages.redis_at(url)
 
     def publish(self, channel: str, message: Any, encode: Encode = as_bytes) -> None:
         self.deliver_local(channel, message)
@@ -171,14 +173,16 @@ class RedisBus(InProcessBus):
             self.client.publish(channel, _ORIGIN_BYTES + b" " + encode(message))
         except redis.RedisError as exc:
             # What was published is stored, or can be done without (a wake-up: the sweep).
-            logger.warning("could not publish on %s: %s", channel, exc)
+            self.outage.failed(exc)
+        else:
+            self.outage.answered()
 
     def publish_soon(self, channel: str, message: Any, encode: Encode = as_bytes) -> None:
         self.deliver_local(channel, message)
         loop = asyncio.get_running_loop()
         publisher = self.publishers.get(loop)
         if publisher is None:
-            publisher = self.publishers[loop] = Publisher(self.url)
+            publisher = self.publishers[loop] = Publisher(self.url, self.outage)
         publisher.publish(channel, _ORIGIN_BYTES + b" " + encode(message))
 
     async def listen_elsewhere(self, listening: Listening) -> None:
@@ -200,7 +204,7 @@ class RedisBus(InProcessBus):
         if listener is None:
             for stale in [lp for lp in self.listeners if lp.is_closed()]:
                 del self.listeners[stale]
-            listener = self.listeners[loop] = Listener(self.url)
+            listener = self.listeners[loop] = Listener(self.url, self.outage)
         return listener
 
 
@@ -213,8 +217,9 @@ class Listener:
     subscribes again to every channel wanted, once Redis answers, then calls the subscribers'
     `restored` hooks."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, outage: outages.Outage) -> None:
         self.client = redis_clients.subscriber_client(url)
+        self.outage = outage
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self.wanted: dict[str, set[Listening]] = {}
         self.subscribed_by: dict[str, int] = {}  # channel -> its SUBSCRIBE's number
@@ -290,11 +295,12 @@ class Listener:
         await self.pubsub.ping()
         self.lost = False
         self.catching_up = True
-        logger.warning("bus subscription restored (%d channels)", len(self.wanted))
+        self.outage.answered()
+        logger.info("bus subscription restored (%d channels)", len(self.wanted))
 
     def connection_lost(self, what: str, exc: BaseException) -> None:
-        if not self.lost:
-            logger.warning("bus subscription lost (%s: %s); subscribing again", what, exc)
+        # Tried again every RESUBSCRIBE_EVERY_SECONDS: the outage is logged, not each try.
+        self.outage.failed(f"{what}: {outages.describe(exc)}")
         self.lost = True
 
     def wake_waiters(self) -> None:
@@ -351,8 +357,9 @@ class Publisher:
     """One per event loop: its writers' messages go to Redis in order, pipelined, from one
     task, so a writer hands them over without waiting for Redis."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, outage: outages.Outage) -> None:
         self.client = redis_clients.async_client(url)
+        self.outage = outage
         self.pending: list[tuple[str, bytes]] = []
         self.sender: asyncio.Task[None] | None = None
 
@@ -372,8 +379,12 @@ class Publisher:
                     for channel, body in batch:
                         pipe.publish(channel, body)
                     await pipe.execute()
-            except (redis.RedisError, ConnectionError, OSError, TimeoutError):
-                logger.exception("could not publish %d messages", len(batch))
+            except (redis.RedisError, ConnectionError, OSError, TimeoutError) as exc:
+                # Lost: readers fill the gap from the database.
+                self.outage.failed(f"could not publish {len(batch)} messages: "
+                                   f"{outages.describe(exc)}")  # fmt: skip
+            else:
+                self.outage.answered()
 
 
 @cache

@@ -7,7 +7,6 @@ import logging
 import uuid
 from typing import Any
 
-import psycopg
 from a2a.utils.error_handlers import build_error_details
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
@@ -27,15 +26,10 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
-from django.db import InterfaceError as DjangoInterfaceError
-from django.db import OperationalError as DjangoOperationalError
+
+from a2ahub import outages
 
 logger = logging.getLogger(__name__)
-
-# What a database that cannot be reached (or dropped the connection) raises: Django's
-# wrappers of the driver's errors, psycopg's own where Django does not wrap them (the pool's
-# timeout among them), and `a2ahub.asyncdb` raises Django's too.
-DATABASE_AWAY = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError)
 
 __all__ = [
     "A2AError",
@@ -96,10 +90,12 @@ def unavailable(service: str) -> InternalError:
 
 def internal_error(exc: BaseException) -> InternalError:
     reference = uuid.uuid4().hex[:12]
-    if isinstance(exc, DATABASE_AWAY):
-        # Every request fails this way while the database restarts: one line each, and an
-        # answer that tells the caller to come back rather than that the hub is broken.
-        logger.warning("database unavailable (reference %s): %s", reference, exc)
+    if isinstance(exc, outages.DATABASE_AWAY):
+        # Every request fails this way while the database restarts: the outage is logged once
+        # (and when it ends), each request's reference at INFO; the answer tells the caller
+        # to come back rather than that the hub is broken.
+        outages.DATABASE.failed(exc)
+        logger.info("database unavailable (reference %s): %s", reference, exc)
         return InternalError(
             f"The hub's database is unavailable right now (reference {reference}); "
             "try again shortly.",

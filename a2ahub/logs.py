@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from a2ahub import request_id
+from a2ahub import outages, request_id
 
 
 class JsonFormatter(logging.Formatter):
@@ -46,3 +46,30 @@ class JsonFormatter(logging.Formatter):
             line["stack"] = self.formatStack(record.stack_info)
         # Anything a library passed that JSON has no type for is written as its str().
         return orjson.dumps(line, default=str).decode()
+
+
+class OutagesFilter(logging.Filter):
+    """For loggers that report every failure with its traceback (Celery's of each job, beat's
+    of each job it could not send): a failure that only says the database or Redis is away
+    is counted in that outage, which `a2ahub.outages` logs once, and is kept as a one-line
+    INFO record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO and record.exc_info and noted(record.exc_info[1]):
+            # (Beat's message carries the stack as text after its first line.)
+            record.msg, record.args = record.getMessage().split("\n", 1)[0], None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def noted(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an exception it was raised from (Celery wraps the broker's), says a
+    service is away; counted in that outage if so."""
+    for _ in range(3):
+        if exc is None:
+            return False
+        if outages.note(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -36,7 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from a2ahub import redis_clients, worker
+from a2ahub import outages, redis_clients, worker
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def shared_count(name: str, labels: Mapping[str, str], n: int = 1) -> None:
 
 def shared_counts(name: str, counts: Iterable[tuple[Mapping[str, str], int]]) -> None:
     """Add each `n` to the series of its labels: a batch is one round trip to Redis. Counting
-    never fails the caller: while Redis is away the batch is lost (and said so)."""
+    never fails the caller: while Redis is away the batch is lost (the outage is logged once)."""
     counter = SHARED[name]
     fields = Tally[bytes]()
     for labels, n in counts:
@@ -161,13 +161,16 @@ def shared_counts(name: str, counts: Iterable[tuple[Mapping[str, str], int]]) ->
         with _counted_lock:
             _counted.setdefault(name, Tally()).update(fields)
         return
+    outage = outages.redis_at(settings.REDIS_URL)
     try:
         pipeline = redis_clients.short_client(settings.REDIS_URL).pipeline(transaction=False)
         for field, n in fields.items():
             pipeline.hincrby(counter.key, field, n)
         pipeline.execute()
     except redis.RedisError as exc:
-        logger.warning("%s: %d counted lost, Redis is away: %s", name, fields.total(), exc)
+        outage.failed(f"{name}: {fields.total()} counted lost: {outages.describe(exc)}")
+    else:
+        outage.answered()
 
 
 shared_counter(

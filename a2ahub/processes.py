@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import redis
 from django.conf import settings
 
-from a2ahub import redis_clients
+from a2ahub import outages, redis_clients
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +100,9 @@ def beat_forever(kind: str, started_at: float) -> None:
         for hook in list(on_beat):
             try:
                 hook()
-            except Exception:
-                logger.exception("a process heartbeat hook failed")
+            except Exception as exc:
+                if not outages.note(exc):  # an outage: the hook runs again next beat
+                    logger.exception("a process heartbeat hook failed")
 
 
 def record(kind: str, started_at: float) -> None:
@@ -112,6 +113,7 @@ def record(kind: str, started_at: float) -> None:
         _local[beat.id] = beat
         return
     ttl = max(1, round(expiry() + 0.5))
+    outage = outages.redis_at(settings.REDIS_URL)
     try:
         with redis_clients.shared_client().pipeline(transaction=False) as pipe:
             pipe.set(KEY_PREFIX + beat.id, json.dumps(asdict(beat)), ex=ttl)
@@ -120,7 +122,9 @@ def record(kind: str, started_at: float) -> None:
             pipe.expire(INDEX, ttl * 10)
             pipe.execute()
     except redis.RedisError as exc:
-        logger.warning("could not record this process's heartbeat: %s", exc)
+        outage.failed(f"could not record this process's heartbeat: {outages.describe(exc)}")
+    else:
+        outage.answered()
 
 
 def live() -> list[Beat]:

@@ -473,10 +473,26 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "a2ahub.logs.JsonFormatter"},
     },
+    "filters": {"outages": {"()": "a2ahub.logs.OutagesFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # httpx logs every request URL at INFO, and webhook URLs may carry secrets.
-    "loggers": {"django.db.backends": {"level": "INFO"}, "httpx": {"level": "WARNING"}},
+    # httpx logs every request URL at INFO, and webhook URLs may carry secrets. psycopg_pool
+    # logs each connection taken and given back at INFO, and each failed reconnect (twice a
+    # second while the database is away) as a warning: a2ahub.outages logs the outage.
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "httpx": {"level": "WARNING"},
+        "psycopg.pool": {"level": "ERROR"},
+        # While the database or Redis is away, every periodic job fails on every tick, beat
+        # cannot send them, and the loops that keep tasks and deliveries going fail on each
+        # turn (see the filter).
+        "celery.app.trace": {"filters": ["outages"]},
+        "celery.beat": {"filters": ["outages"]},
+        "a2ahub.schedule": {"filters": ["outages"]},
+        "tasks.runner": {"filters": ["outages"]},
+        "tasks.events": {"filters": ["outages"]},
+        "push.engine": {"filters": ["outages"]},
+    },
 }
 
 # Push notifications: how long and how often a failing webhook is retried.

@@ -9,6 +9,7 @@ import ipaddress
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.templatetags.static import static
+from django.utils.log import log_response
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -46,8 +47,14 @@ def readyz(request: HttpRequest) -> JsonResponse:
     failing = sorted(name for name, state in parts.items()
                      if state not in {health.READY, health.EMBEDDED})  # fmt: skip
     status = "not ready" if failing else "ready"
-    return JsonResponse({"status": status, "failing": failing, "parts": parts},
-                        status=503 if failing else 200)  # fmt: skip
+    response = JsonResponse({"status": status, "failing": failing, "parts": parts},
+                            status=503 if failing else 200)  # fmt: skip
+    if failing:
+        # Not an error of this process: it waits for what it needs (each part's reason is a
+        # warning of its own). Django would log every 503 as an ERROR.
+        log_response("Not ready: %s (%s)", request.path, ", ".join(failing),
+                     response=response, request=request, level="info")  # fmt: skip
+    return response
 
 
 @never_cache

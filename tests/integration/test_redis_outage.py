@@ -27,6 +27,7 @@ from tests.integration.servers import RedisServer
 from tests.integration.stack import (
     THREADS_PER_WORKER,
     Hub,
+    Process,
     create_database,
     drop_database,
     postgres_url,
@@ -355,6 +356,59 @@ def test_the_hub_is_whole_again_within_seconds_of_redis_coming_back(
     assert whole == [True, True], f"not whole {BACK_WITHIN}s after Redis came back"
     assert recovering, f"no recovery job ran within {BACK_WITHIN}s of Redis coming back"
     assert took < BACK_WITHIN
+
+
+def test_a_redis_outage_is_one_log_line_when_it_begins_and_one_when_it_ends(
+    hub: Hub, private_redis: RedisServer
+) -> None:
+    """Each hub process logs a Redis outage once as it begins and once as it ends, with how
+    long it lasted, however many publishes, subscriptions, heartbeats, reconnects and
+    periodic jobs failed meanwhile (each several times a second); none logs an error or a
+    traceback for it."""
+    before = {p.name: p.log.stat().st_size for p in hub.processes if p.alive()}
+    private_redis.stop()
+    time.sleep(LOGGED_OUTAGE_SECONDS)  # the outage itself, not a wait for something to happen
+    private_redis.start()
+
+    address = f"Redis at 127.0.0.1:{private_redis.port}"
+    ended = {name: ([f"{address} is unavailable"], [f"{address} answers again after"])
+             for name in before}  # fmt: skip
+    assert eventually(lambda: outages_in(hub, before) == ended, timeout=BACK_WITHIN), outages_in(
+        hub, before
+    )
+    for process in [p for p in hub.processes if p.name in before]:
+        written = logged_since(process, before[process.name])
+        assert [line for line in written if " ERROR " in line or "Traceback" in line] == [], (
+            process.name
+        )
+
+
+# Long enough for every process to have met it many times (heartbeats every half second).
+LOGGED_OUTAGE_SECONDS = 3.0
+
+
+def logged_since(process: Process, offset: int) -> list[str]:
+    with process.log.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace").splitlines()
+
+
+def outages_in(hub: Hub, since: dict[str, int]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each process's outage lines written since its offset in `since` (all processes alive
+    when `since` was taken), as (began, ended) with the service and the first words."""
+    found = {}
+    for process in hub.processes:
+        if process.name not in since:
+            continue
+        lines = [line.split(" a2ahub.outages ", 1)[1]
+                 for line in logged_since(process, since[process.name])
+                 if " a2ahub.outages " in line]  # fmt: skip
+        began = [line.split(" (", 1)[0] for line in lines if " is unavailable " in line]
+        ended = [
+            line.split(" after ", 1)[0] + " after" for line in lines if " answers again " in line
+        ]
+        found[process.name] = (began, ended)
+    return found
 
 
 def recoveries_run(hub: Hub) -> int:

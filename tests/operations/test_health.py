@@ -3,6 +3,8 @@ names each part and answers 503 naming the parts that are not ready."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from django.db import connections
 from django.test import Client
@@ -46,6 +48,20 @@ def test_readyz_is_503_naming_redis_when_redis_does_not_answer(
     assert body["failing"] == ["redis", "workers"]
     assert body["parts"]["database"] == "ready"
     assert body["parts"]["redis"].startswith("not ready")
+
+
+def test_a_readyz_refusal_is_not_logged_as_an_error(
+    client: Client, settings: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process waiting for Redis is not broken: the load balancer's every probe would
+    otherwise be an ERROR line."""
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    settings.READINESS_TIMEOUT_SECONDS = 0.5
+    caplog.set_level(logging.INFO)
+    assert client.get("/readyz").status_code == 503
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    [refusal] = [r for r in caplog.records if r.name == "django.request"]
+    assert refusal.levelname == "INFO" and "redis" in refusal.getMessage()
 
 
 def test_readyz_is_503_naming_the_database_when_postgres_does_not_answer(
