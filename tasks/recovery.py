@@ -82,8 +82,11 @@ def lost_turns(cutoff: datetime) -> list[tuple[str, str]]:
     since before `cutoff` in any case. Each is taken (its wait starts again) before it is
     handed back to be queued; only the job holding the task's token can claim it, so a
     duplicate finds nothing to do."""
-    since = max(cutoff, silent_cutoff()) if worker.jobs_waiting() == 0 else cutoff
-    held = held_turns()
+    try:
+        held = held_turns()
+        since = max(cutoff, silent_cutoff()) if worker.jobs_waiting() == 0 else cutoff
+    except redis.RedisError:
+        return []  # the broker is away too: nothing could be queued; the next sweep will
     taken = []
     for task_id, token in waiting_since(since, held):
         if Task.objects.filter(id=task_id, runner=token).update(heartbeat_at=timezone.now()):
