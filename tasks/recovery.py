@@ -11,7 +11,7 @@ write), or a turn that waited that long in a busy queue.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import redis
 from asgiref.sync import async_to_sync
@@ -42,22 +42,34 @@ def silent_cutoff() -> datetime:
     return timezone.now() - timedelta(seconds=processes.expiry())
 
 
-def live_runners() -> set[str] | None:
-    """The runners (`host:pid`, as tasks store them) of the processes listed as alive; None
-    when the list cannot be trusted: Redis is away, or came back empty and nobody has beaten
-    into it yet."""
+def live_runners() -> dict[str, datetime] | None:
+    """The runners (`host:pid`, as tasks store them) of the processes listed as alive, with
+    when each started; None when the list cannot be trusted: Redis is away, or came back
+    empty and nobody has beaten into it yet."""
     try:
-        return {f"{beat.host}:{beat.pid}" for beat in processes.live()} or None
+        beats = processes.live()
     except redis.RedisError:
         return None
+    started = {f"{b.host}:{b.pid}": datetime.fromtimestamp(b.started_at, UTC) for b in beats}
+    return started or None
+
+
+def gone(runners: dict[str, datetime], cutoff: datetime) -> Q:
+    """Open tasks last heard from before three beats ago whose process is gone: not listed,
+    or listed but started since (a container restarted in place has its pid again)."""
+    restarted = Q()
+    for runner, started_at in runners.items():
+        if started_at > cutoff:  # a restart longer ago left nothing newer than `cutoff`
+            restarted |= Q(runner=runner, heartbeat_at__lt=started_at)
+    return Q(heartbeat_at__lt=silent_cutoff()) & (~Q(runner__in=list(runners)) | restarted)
 
 
 def fail_stale(cutoff: datetime) -> int:
     """Fail open tasks whose runner has not been heard from since `cutoff`, or that missed
-    three beats and whose process is no longer alive (a process that died); how many."""
+    three beats and whose process is gone (a process that died); how many."""
     dead = Q(heartbeat_at__lt=cutoff)
     if (runners := live_runners()) is not None:
-        dead |= Q(heartbeat_at__lt=silent_cutoff()) & ~Q(runner__in=runners)
+        dead |= gone(runners, cutoff)
     stale = (
         Task.objects.filter(dead, state__in=ACTIVE_STATES)
         .exclude(id__in=stopping.running_here())

@@ -51,8 +51,8 @@ def task_last_heard(agent: Agent, runner: str, seconds_ago: float) -> uuid.UUID:
     return spec.id
 
 
-def this_process_is_listed() -> None:
-    processes.record("worker", time.time())
+def this_process_is_listed(started_ago: float = 3600) -> None:
+    processes.record("worker", time.time() - started_ago)
 
 
 def state(task_id: uuid.UUID) -> TaskState:
@@ -86,6 +86,17 @@ def test_a_live_processs_silent_turn_is_failed_only_after_task_stale_seconds(
 
     assert state(quiet) == TaskState.WORKING
     assert state(orphan) == TaskState.FAILED
+
+
+def test_a_turn_of_a_process_whose_pid_a_newer_process_has_is_failed_in_seconds(
+    agent: Agent,
+) -> None:
+    # A container restarted in place: the new process has the dead one's host and pid.
+    this_process_is_listed(started_ago=2)
+    of_the_dead_one = task_last_heard(agent, RUNNER_ID, seconds_ago=3 * BEAT + 1)
+
+    assert recovery.fail_stale(recovery.stale_cutoff()) == 1
+    assert state(of_the_dead_one) == TaskState.FAILED
 
 
 def test_with_no_process_listed_recovery_waits_for_task_stale_seconds(agent: Agent) -> None:
