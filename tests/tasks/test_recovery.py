@@ -31,7 +31,10 @@ GONE = "host-of-a-dead-process:4242"
 def timings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.TASK_HEARTBEAT_SECONDS = BEAT
     settings.TASK_STALE_SECONDS = 60.0
-    monkeypatch.setattr(processes, "_local", {})  # no process listed until a test says so
+    # The process list in memory, as embedded: no process is listed until a test says so (in
+    # Redis, other tests' processes would be).
+    settings.REDIS_URL = ""
+    monkeypatch.setattr(processes, "_local", {})
 
 
 @pytest.fixture
