@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class Child:
 @dataclass
 class Supervisor:
     children: list[Child]
-    stopping: bool = field(default=False)
+    stopping: bool = False
 
     def run(self) -> int:
         """Start every child and keep them running until SIGTERM or SIGINT; then stop them
