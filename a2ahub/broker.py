@@ -1,6 +1,7 @@
 """Celery's worker consumer and beat scheduler (settings `CELERY_WORKER_CONSUMER`,
 `CELERY_BEAT_SCHEDULER`) as Celery makes them, except that they reconnect to a broker that
-went away within a second of its return."""
+went away within a second of its return, and that beat runs the periodic jobs registered
+`in_beat` itself (`a2ahub.schedule`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from celery.worker.consumer import Consumer as CeleryConsumer
 from django.conf import settings
 
 from a2ahub import outages
+
+from a2ahub import schedule
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,12 @@ class Consumer(CeleryConsumer):
 
 
 class Scheduler(beat.Scheduler):
+    def apply_entry(self, entry: Any, producer: Any = None) -> None:
+        if schedule.runs_in_beat(entry.task):
+            schedule.run_in_beat(entry.task)
+        else:
+            super().apply_entry(entry, producer)
+
     def _ensure_connected(self) -> Any:
         # Celery's own, with the intervals above and the outage logged once.
         max_retries = self.app.conf.broker_connection_max_retries

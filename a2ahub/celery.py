@@ -29,10 +29,20 @@ def add_periodic_jobs(sender: Any, **_: Any) -> None:
 
 @worker_ready.connect
 def beat_as_worker(**_: object) -> None:
-    """A worker is listed as alive (`a2ahub.processes`) from the moment it takes jobs."""
+    """A worker is listed as alive (`a2ahub.processes`) from the moment it takes jobs, with
+    the jobs it holds."""
     from a2ahub import processes
 
+    processes.holding = jobs_held
     processes.start("worker")
+
+
+def jobs_held() -> list[object]:
+    """The jobs this worker took from the broker and has not finished, running, waiting for a
+    thread or for their countdown: `[name, args]` each."""
+    from celery.worker import state
+
+    return [[request.name, list(request.args)] for request in list(state.requests.values())]
 
 
 @beat_init.connect

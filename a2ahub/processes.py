@@ -3,8 +3,10 @@
 
 Distributed, a beat is a Redis key per process that expires after three missed beats, plus a
 sorted set of process ids by their last beat, so listing them reads one bounded range rather
-than scanning Redis's keys. Embedded, the one process keeps its beat in memory. Apps above
-add work to every beat (`on_beat`), such as counting what the process did since the last one.
+than scanning Redis's keys; a worker's beat also says which jobs it holds (`holding`), so
+recovery can tell a job waiting for a live worker's thread from one that died with its worker.
+Embedded, the one process keeps its beat in memory. Apps above add work to every beat
+(`on_beat`), such as counting what the process did since the last one.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from a2ahub import outages, redis_clients
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "a2ahub:process:"
+HELD_PREFIX = "a2ahub:held:"
 INDEX = "a2ahub:processes"
 MISSED_BEATS = 3  # a process silent for this many beats is gone
 LIST_CAP = 500  # more processes than this are not listed (one dashboard would not show them)
@@ -34,6 +37,9 @@ IDENTITY = f"{socket.gethostname()}:{os.getpid()}"
 
 # Called on the beating thread after each beat; a failing one is logged and skipped.
 on_beat: list[Callable[[], object]] = []
+# What this process holds, written with each beat (a Celery worker: the jobs it took from the
+# broker and has not finished, `a2ahub.celery`); a list of JSON values.
+holding: Callable[[], list[object]] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,8 @@ def record(kind: str, started_at: float) -> None:
     try:
         with redis_clients.shared_client().pipeline(transaction=False) as pipe:
             pipe.set(KEY_PREFIX + beat.id, json.dumps(asdict(beat)), ex=ttl)
+            if holding is not None:
+                pipe.set(HELD_PREFIX + beat.id, json.dumps(holding()), ex=ttl)
             pipe.zadd(INDEX, {beat.id: now})
             pipe.zremrangebyscore(INDEX, "-inf", now - expiry())
             pipe.expire(INDEX, ttl * 10)
@@ -139,13 +147,29 @@ def live() -> list[Beat]:
     return sorted(beats, key=lambda b: (order.get(b.kind, 3), b.host, b.pid))
 
 
+def held() -> list[object]:
+    """What the live processes hold, as each said at its last beat (embedded: nothing, since
+    the one process's jobs die with it)."""
+    if not settings.REDIS_URL:
+        return []
+    client = redis_clients.shared_client()
+    keys = [HELD_PREFIX + i for i in live_ids(client, time.time() - expiry())]
+    values = client.mget(keys) if keys else []
+    return [item for raw in values if raw is not None for item in json.loads(raw)]
+
+
+def live_ids(client: redis.Redis, since: float) -> list[str]:
+    ids = client.zrangebyscore(INDEX, since, "+inf", start=0, num=LIST_CAP)
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+
+
 def read_redis(since: float) -> list[Beat]:
     client = redis_clients.shared_client()
-    ids = client.zrangebyscore(INDEX, since, "+inf", start=0, num=LIST_CAP)
+    ids = live_ids(client, since)
     if not ids:
         return []
     beats = []
-    keys = [KEY_PREFIX + (i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+    keys = [KEY_PREFIX + i for i in ids]
     for raw in client.mget(keys):
         if raw is None:
             continue  # expired between the two reads

@@ -2,16 +2,21 @@
 in-process scheduler runs them when it is embedded. Apps add theirs from `AppConfig.ready()`.
 
 A periodic job is a Celery job that takes no arguments and is safe to run twice (two hubs'
-beats may both send it): recovery of stale turns, the push sweep.
+beats may both send it): recovery of stale turns, the push sweep. A job registered `in_beat`
+is run by beat itself, on a thread of its own, rather than sent: it must not wait for a free
+worker thread (recovery, whose work is most needed when long turns hold every thread).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.db import connections
 
 logger = logging.getLogger(__name__)
 
@@ -20,14 +25,43 @@ logger = logging.getLogger(__name__)
 class Periodic:
     job: Any  # a Celery job (its `name` for beat; called as it is when embedded)
     interval: Callable[[], float]  # seconds, read when used (tests change the settings)
+    in_beat: bool = False
     last_run: float = field(default=0.0)
+    thread: threading.Thread | None = None  # beat's run of an `in_beat` job
 
 
 PERIODIC: dict[str, Periodic] = {}
 
 
-def register(job: Any, interval: Callable[[], float]) -> None:
-    PERIODIC[job.name] = Periodic(job, interval)
+def register(job: Any, interval: Callable[[], float], in_beat: bool = False) -> None:
+    PERIODIC[job.name] = Periodic(job, interval, in_beat)
+
+
+def runs_in_beat(name: str) -> bool:
+    periodic = PERIODIC.get(name)
+    return periodic is not None and periodic.in_beat
+
+
+def run_in_beat(name: str) -> None:
+    """Run an `in_beat` job on a thread of beat's process, unless its last run still goes on
+    (a database that hangs, say): the next tick tries again."""
+    periodic = PERIODIC[name]
+    if periodic.thread is not None and periodic.thread.is_alive():
+        logger.warning("periodic job %s still runs from its last tick; not started again", name)
+        return
+    periodic.thread = threading.Thread(
+        target=run_and_release, args=(name, periodic.job), name=f"a2ahub-{name}", daemon=True
+    )
+    periodic.thread.start()
+
+
+def run_and_release(name: str, job: Any) -> None:
+    try:
+        logger.info("periodic job %s ran in beat: %s", name, job())
+    except Exception:
+        logger.exception("periodic job %s failed", name)
+    finally:
+        connections.close_all()  # this thread's: none held while beat waits for the next tick
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:

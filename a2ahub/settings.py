@@ -335,7 +335,12 @@ A2A_MAX_METADATA_BYTES = env_int("A2A_MAX_METADATA_BYTES", 64 * 1024, 64, 1024**
 # one too, so the event loop keeps answering other requests meanwhile (protocol/big_bodies.py).
 A2A_THREAD_BODY_BYTES = env_int("A2A_THREAD_BODY_BYTES", 256 * 1024, 0, 1024**3)
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
-TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 10.0, 0.1, 3600.0)
+# Every process says it is alive this often (a2ahub/processes.py) and beats the hearts of the
+# turns it runs (one UPDATE of its running tasks); recovery runs as often. A process silent for
+# three beats is gone: its turns are failed, the turns its worker held are queued again (within
+# ~8 s at the default). TASK_STALE_SECONDS is for turns whose process lives but that nobody
+# beats, or that waited that long in a busy queue.
+TASK_HEARTBEAT_SECONDS = env_float("TASK_HEARTBEAT_SECONDS", 2.0, 0.1, 3600.0)
 TASK_STALE_SECONDS = env_float("TASK_STALE_SECONDS", 60.0, 1.0, 86400.0)
 # The executor kinds agents may name: the class (a dotted path, imported on first use), the
 # label the forms show, and where its turns run unless the agent says ("inline" or "worker").

@@ -154,6 +154,15 @@ def queue_name() -> str:
     return str(getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))
 
 
+def jobs_waiting() -> int:
+    """Jobs no worker has taken yet: the broker queue's length, or the backlog of this
+    process's own pool. (Every job the hub sends has the default priority, which kombu keeps
+    in the one list.)"""
+    if settings.REDIS_URL:
+        return int(broker().llen(queue_name()))
+    return in_process_pool()._work_queue.qsize()
+
+
 ORIGIN = f"gen{os.getpid()}@{socket.gethostname()}"
 
 

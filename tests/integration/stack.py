@@ -130,8 +130,10 @@ class Hub:
         return self.spawn(name, command)
 
     def start_beat(self) -> Process:
-        """Celery beat: it sends the periodic jobs (recovery of stale turns, the push sweep)."""
-        return self.spawn("beat", [sys.executable, "-m", "celery", "-A", "a2ahub", "beat"])
+        """Celery beat: it runs the recovery of stale turns and sends the other periodic jobs
+        (the push sweep). At INFO, as runhub runs it, so its log shows each recovery run."""
+        command = [sys.executable, "-m", "celery", "-A", "a2ahub", "beat", "-l", "INFO"]
+        return self.spawn("beat", command)
 
     def replace_worker(self, dead: Process) -> Process:
         """A fresh worker in place of one that died, so later tests keep two."""

@@ -412,12 +412,13 @@ def outages_in(hub: Hub, since: dict[str, int]) -> dict[str, tuple[list[str], li
 
 
 def recoveries_run(hub: Hub) -> int:
-    """How many recovery jobs the workers have run (beat sends one every heartbeat)."""
+    """How many recovery jobs beat has run (one every heartbeat)."""
     return sum(
         1
-        for worker in hub.workers
-        for line in worker.log.read_text(errors="replace").splitlines()
-        if "tasks.recover_stale_tasks[" in line and " succeeded " in line
+        for process in hub.processes
+        if process.name == "beat"
+        for line in process.log.read_text(errors="replace").splitlines()
+        if "periodic job tasks.recover_stale_tasks ran in beat" in line
     )
 
 

@@ -1,15 +1,16 @@
 """Serve the hub: daphne on HOST:PORT, plus Celery worker processes and Celery beat (the
-periodic jobs: recovery, the push sweep) when REDIS_URL is set."""
+periodic jobs: recovery, the push sweep) when REDIS_URL is set. Each is started again when
+it dies (`a2ahub.supervisor`); SIGTERM or SIGINT stops them all."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+
+from a2ahub.supervisor import Child, Supervisor
 
 
 class Command(BaseCommand):
@@ -25,18 +26,13 @@ class Command(BaseCommand):
         )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
-        children = [] if settings.EMBEDDED else self.start_workers(options["workers"])
-        if not settings.EMBEDDED and options["beat"]:
-            children.append(subprocess.Popen(self.beat_command()))
-        web = subprocess.Popen(self.daphne_command(options["host"], options["port"]))
+        children = [Child("web", self.daphne_command(options["host"], options["port"]))]
+        if not settings.EMBEDDED:
+            children += self.workers(options["workers"])
+            if options["beat"]:
+                children.append(Child("beat", self.beat_command()))
         self.stdout.write(f"A2A Hub on http://{options['host']}:{options['port']}/")
-        self.forward_signals([web, *children])
-        code = web.wait()
-        for child in children:
-            child.terminate()
-        for child in children:
-            child.wait(timeout=30)
-        sys.exit(code)
+        sys.exit(Supervisor(children).run())
 
     def daphne_command(self, host: str, port: int) -> list[str]:
         return [
@@ -53,7 +49,7 @@ class Command(BaseCommand):
     def beat_command(self) -> list[str]:
         return [sys.executable, "-m", "celery", "-A", "a2ahub", "beat", "-l", "INFO"]
 
-    def start_workers(self, count: int) -> list[subprocess.Popen[bytes]]:
+    def workers(self, count: int) -> list[Child]:
         command = [
             sys.executable,
             "-m",
@@ -71,12 +67,4 @@ class Command(BaseCommand):
             "-l",
             "INFO",
         ]
-        return [subprocess.Popen([*command, "-n", f"hub{i}@%h"]) for i in range(count)]
-
-    def forward_signals(self, processes: list[subprocess.Popen[bytes]]) -> None:
-        def stop(signum: int, _frame: Any) -> None:
-            for process in processes:
-                process.send_signal(signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        return [Child(f"worker hub{i}", [*command, "-n", f"hub{i}@%h"]) for i in range(count)]
