@@ -345,7 +345,6 @@ class Engine:
                 await asyncio.sleep(RETRY_DB_SECONDS)
                 self.written_soon()
                 continue
-            await self.make_due(self.answers.take())
             self.unwritten.difference_update(releases)
             for config_id in releases:
                 if config_id not in self.running:
@@ -353,6 +352,7 @@ class Engine:
                     self.news.discard(config_id)
             if releases:
                 self.wake()  # a released queue may have more due (a full window, new events)
+            await self.make_due(self.answers.take())
 
     async def make_due(self, back: list[str]) -> None:
         """After a batch (its releases committed): the deliveries waiting at receivers that
