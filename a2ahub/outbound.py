@@ -235,6 +235,16 @@ def _origin(url: str) -> Origin | None:
     return (parsed.scheme, host, parsed.port or _DEFAULT_PORTS[parsed.scheme])
 
 
+def origin_of(url: str) -> str:
+    """The URL's scheme, host (in its normal form) and port, as one string: the receiver a
+    webhook reaches ("" for a URL that is not http or https)."""
+    key = _origin(url)
+    if key is None:
+        return ""
+    scheme, host, port = key
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
 def register_own_origin(origin: str) -> None:
     """Let requests reach `origin` ("https://hub.example:8443"), which the hub itself serves.
 

@@ -18,6 +18,10 @@ name the task whose change made deliveries: an engine that already works that ta
 or has no room for another queue does not claim for it. `a2ahub_push_wakeups_total` counts, by
 outcome, the claims that found work or none and the wake-ups that needed no claim.
 
+A receiver that succeeds after failures (a delivery's own, or others' this engine saw) gets
+its waiting deliveries made due once the batch is written (`push.receivers`), and every engine
+is woken for them: a backlog is sent in seconds, not each delivery at the end of its backoff.
+
 What can go wrong, and what happens then:
 - the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
   sweep wakes the engines, and whoever claims a lapsed queue records the attempt that was
@@ -47,7 +51,7 @@ from django.utils import timezone
 
 from a2ahub import bus, metrics, signing
 from a2ahub.outbound_pool import OutboundPool, describe
-from push import claims, delivery, outcomes
+from push import claims, delivery, outcomes, receivers
 from push.claims import Claimed, Item, Target
 from push.configs import INBOX_PATH
 from push.delivery import Result
@@ -86,6 +90,7 @@ class Engine:
         self.news: set[int] = set()
         self.wakeups: dict[str, int] = {}  # outcome -> count, not yet added to the metric
         self.outcomes: list[Outcome] = []
+        self.answers = receivers.Answers()  # what receivers answered, for the batch to judge
         self.releases: list[int] = []
         self.unwritten: set[int] = set()  # queues done whose release is not committed yet
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -291,6 +296,8 @@ class Engine:
         except Exception as exc:  # every failure to reach the receiver is worth a retry
             result = Result(delivery.RETRY, error=describe(exc))
         item.attempts += 1
+        if result.kind != delivery.GONE:  # a 410 is the config's end, not the receiver's
+            self.answers.add(target.url, result.kind == delivery.DELIVERED, item.attempts)
         outcome = Outcome(
             item.id, item.config_id, result.kind, started,
             duration_ms=int((time.monotonic() - clock) * 1000), status=result.status,
@@ -345,6 +352,21 @@ class Engine:
                     self.news.discard(config_id)
             if releases:
                 self.wake()  # a released queue may have more due (a full window, new events)
+            await self.make_due(self.answers.take())
+
+    async def make_due(self, back: list[str]) -> None:
+        """After a batch (its releases committed): the deliveries waiting at receivers that
+        answer again are due now, and every engine hears of them (this one too)."""
+        if not back:
+            return
+        try:
+            moved = await self.in_db(receivers.make_due_at, back)
+        except Exception:  # their retries come at their own time, or with the next success
+            logger.exception("push: making the deliveries waiting at %s due failed", back)
+            return
+        if moved:
+            logger.info("push: %s answers again: %d waiting deliveries are due", back, moved)
+            wake_soon()
 
     async def shutdown(self, timeout: float) -> None:
         self.stopping = True

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 
+from a2ahub.outbound import origin_of
 from tasks.models import Task, TaskEvent
 
 
@@ -26,6 +28,9 @@ class PushNotificationConfig(models.Model):
     last_error = models.TextField(blank=True)
     # A worker delivering this config's queue holds it until then; others wait their turn.
     lease_until = models.DateTimeField(null=True, blank=True)
+    # The receiver: the URL's scheme, host and port (`a2ahub.outbound.origin_of`). A success
+    # there after failures makes the deliveries waiting for it due (`push.receivers`).
+    origin = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -37,9 +42,17 @@ class PushNotificationConfig(models.Model):
                 fields=["task", "config_id"], name="push_config_unique_per_task"
             )
         ]
+        indexes = [models.Index(fields=["origin"], name="push_config_origin")]
 
     def __str__(self) -> str:
         return f"{self.task_id}/{self.config_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.origin = origin_of(self.url)
+        fields = kwargs.get("update_fields")
+        if fields is not None and "url" in fields:
+            kwargs["update_fields"] = {*fields, "origin"}
+        super().save(*args, **kwargs)
 
 
 class DeliveryState(models.TextChoices):

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from a2ahub import schedule
+from a2ahub.outbound import origin_of
 from push import jobs
 from push.configs import DEFAULT_ID
 from push.models import Delivery, DeliveryState, PushNotificationConfig
@@ -18,7 +19,7 @@ from tasks.models import Task
 
 # A config given again under its id replaces these of its fields (the rest is push's own).
 REPLACED = (
-    "url", "token", "auth_scheme", "auth_credentials", "protocol_version", "active",
+    "url", "origin", "token", "auth_scheme", "auth_credentials", "protocol_version", "active",
     "disabled_reason", "updated_at",
 )  # fmt: skip
 
@@ -41,6 +42,7 @@ def planned_rows(task: Task, config: pb.TaskPushNotificationConfig | None) -> li
     if config is not None:
         row = PushNotificationConfig(
             task_id=task.id, config_id=config.id or DEFAULT_ID, url=config.url,
+            origin=origin_of(config.url),
             token=config.token, auth_scheme=config.authentication.scheme,
             auth_credentials=config.authentication.credentials,
             protocol_version=task.protocol_version, active=True, created_at=now, updated_at=now,

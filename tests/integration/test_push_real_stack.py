@@ -1,7 +1,8 @@
 """Push on the distributed hub (PostgreSQL, Redis, Celery workers), seen from a real webhook
 receiver on 127.0.0.1: every event arrives in order even when the receiver fails at first,
-and a worker killed while a delivery is in flight loses nothing (the delivery comes again,
-with the same webhook-id, once the dead worker's lease on the queue has run out)."""
+a worker killed while a delivery is in flight loses nothing (the delivery comes again,
+with the same webhook-id, once the dead worker's lease on the queue has run out), and a
+receiver that answers again gets its backlog at once, not when each retry falls due."""
 
 from __future__ import annotations
 
@@ -24,11 +25,14 @@ from tests.push.receiver import Behaviour, HeldReceiver, Received, Receiver, ver
 pytestmark = pytest.mark.integration
 
 LEASE_SECONDS = 3
+RETRY_AFTER = 120  # s: what a backlog waits for without the fast path, as after a long outage
+BACKLOG_BOUND = 30.0  # s from the receiver's return to its backlog's last delivery (issue #30)
 PUSH_ENV = {
     # The receiver runs on loopback, which webhooks may not reach unless allow-listed.
     "OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",
     "PUSH_RETRY_BASE_SECONDS": "0.2",
-    "PUSH_RETRY_MAX_SECONDS": "1",
+    # Retries back off from 0.2 s; only a receiver's Retry-After makes one wait that long.
+    "PUSH_RETRY_MAX_SECONDS": str(RETRY_AFTER),
     # Long enough for a held request to stay in flight while the other queues are sent.
     "PUSH_TIMEOUT_SECONDS": "30",
     "PUSH_LEASE_SECONDS": str(LEASE_SECONDS),
@@ -252,3 +256,56 @@ def test_a_receiver_that_does_not_answer_holds_only_its_own_queue(
         return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
 
     assert eventually(lambda: moved() == {"delivered": made}), (moved(), made)
+
+
+class Unavailable(Receiver):
+    """503 until its behaviour changes, asking every config but `/probe` to retry RETRY_AFTER s
+    later: the wait a long outage's backoff reaches, without a long outage. The probe retries
+    on the short schedule, so it is the first to find the receiver back."""
+
+    def __init__(self) -> None:
+        super().__init__(Behaviour(fail_first=10**9, fail_status=503,
+                                   fail_headers={"Retry-After": str(RETRY_AFTER)}))  # fmt: skip
+
+    def answer(
+        self, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], float]:
+        status, extra, delay = super().answer(path, headers, body)
+        return status, {} if path.endswith("/probe") else extra, delay
+
+
+def waiting_for_long(hub: Hub, task_id: str) -> bool:
+    """Every delivery of the task waits for a retry more than a minute away."""
+    rows = query(
+        hub, "SELECT count(*) FILTER (WHERE d.next_attempt_at > now() + interval '60 s'), "
+        "count(*) FROM push_delivery d JOIN push_pushnotificationconfig c ON c.id = d.config_id "
+        "WHERE c.task_id = %s AND d.state = 'pending'", uuid.UUID(task_id),
+    )  # fmt: skip
+    waiting, pending = rows[0]
+    return bool(pending) and waiting == pending
+
+
+def test_a_receiver_that_answers_again_gets_its_backlog_at_once_in_order_once(hub: Hub) -> None:
+    """Issue #30: a success after failures makes the receiver's other waiting deliveries due
+    at once: the backlog arrives within BACKLOG_BOUND of the receiver's return, although each
+    queue was told to wait RETRY_AFTER s; each config's events in order, each once."""
+    receiver = Unavailable()
+    try:
+        backlog = [send_with_webhook(hub, f"{receiver.url}/{n}") for n in range(4)]
+        probe = send_with_webhook(hub, f"{receiver.url}/probe")
+        assert eventually(lambda: all(waiting_for_long(hub, t) for t in backlog), 30, 0.2)
+
+        back = time.monotonic()
+        receiver.behaviour = Behaviour()
+        tasks = [*backlog, probe]
+        rows = {t: wait_until_all_delivered(hub, t, BACKLOG_BOUND) for t in tasks}
+        took = time.monotonic() - back
+        accepted = receiver.accepted()
+    finally:
+        receiver.down()
+
+    assert took < BACKLOG_BOUND
+    assert all(r.at >= back for r in accepted)
+    for n, task_id in zip([*map(str, range(4)), "probe"], tasks, strict=True):
+        got = [r for r in accepted if r.path.endswith(f"/{n}")]
+        assert sequences(hub, task_id, got) == list(range(1, len(rows[task_id]) + 1))

@@ -1,0 +1,100 @@
+"""Receivers that answer again. A delivery's receiver is its config URL's origin (scheme, host,
+port): when an engine sees one succeed after failures, the deliveries waiting there for their
+retry are made due at once (`make_due`) and the engines woken, so a backlog drains in seconds
+rather than each delivery at the end of its own backoff.
+
+Only when deliveries are due changes: the claims still take each queue whole, one holder at a
+time, sent in order with one request in flight, up to PUSH_CONCURRENCY queues per engine, and a
+delivery is still marked delivered by its holder only. Many configs of one tenant (or several)
+aimed at one host get no more from one success than PUSH_CONCURRENCY queues made due, and only
+when the receiver's answers in that batch were mostly successes: a receiver that fails again
+stops the chain of successes that makes the next queues due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from a2ahub.outbound import origin_of
+from push.models import Delivery, DeliveryState
+
+# Origins an engine remembers as failing (the oldest forgotten first): a first success there is
+# news too, not only the success of a delivery that failed itself.
+FAILING_KEPT = 4096
+
+
+@dataclass
+class Tally:
+    successes: int = 0
+    failures: int = 0
+    recovered: bool = False  # a success after failures, the delivery's own or the receiver's
+
+
+class Answers:
+    """What receivers answered one engine since its last batch, and which were failing."""
+
+    def __init__(self) -> None:
+        self.failing: dict[str, None] = {}  # ordered: a bounded set, oldest first
+        self.tallies: dict[str, Tally] = {}
+
+    def add(self, url: str, delivered: bool, attempts: int) -> None:
+        """One attempt's answer: delivered or failed (to be retried); `attempts` counts it."""
+        origin = origin_of(url)
+        tally = self.tallies.setdefault(origin, Tally())
+        if not delivered:
+            tally.failures += 1
+            self.failing.pop(origin, None)
+            self.failing[origin] = None
+            if len(self.failing) > FAILING_KEPT:
+                del self.failing[next(iter(self.failing))]
+            return
+        tally.successes += 1
+        if attempts > 1 or origin in self.failing:
+            tally.recovered = True
+
+    def take(self) -> list[str]:
+        """The origins back since the last call: a success after failures, and more successes
+        than failures there (a receiver that fails again still waits for its retries)."""
+        back = [
+            origin
+            for origin, tally in self.tallies.items()
+            if origin and tally.recovered and tally.successes > tally.failures
+        ]
+        self.tallies = {}
+        for origin in back:
+            self.failing.pop(origin, None)
+        return back
+
+
+def make_due(origin: str) -> int:
+    """Make the waiting deliveries of up to PUSH_CONCURRENCY queues at `origin` (the oldest
+    first) due now, each queue whole; how many. Rows another transaction holds (a batch that
+    records their queue's outcome) are skipped, not waited for: engines running this at once
+    never wait on each other, and that batch decides when its queue is due."""
+    now = timezone.now()
+    waiting = Delivery.objects.filter(
+        state=DeliveryState.PENDING, next_attempt_at__gt=now, config__active=True
+    )
+    queues = (
+        waiting.filter(config__origin=origin)
+        .values("config_id")
+        .annotate(oldest=Min("created_at"))
+        .order_by("oldest")
+        .values("config_id")[: settings.PUSH_CONCURRENCY]
+    )
+    rows = waiting.filter(config_id__in=queues).order_by()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            rows = Delivery.objects.filter(
+                pk__in=rows.select_for_update(skip_locked=True, of=("self",)).values("pk")
+            )
+        return rows.update(next_attempt_at=now)
+
+
+def make_due_at(origins: list[str]) -> int:
+    return sum(make_due(origin) for origin in origins)
