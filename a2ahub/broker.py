@@ -13,9 +13,7 @@ from celery import beat
 from celery.worker.consumer import Consumer as CeleryConsumer
 from django.conf import settings
 
-from a2ahub import outages
-
-from a2ahub import schedule
+from a2ahub import outages, schedule
 
 logger = logging.getLogger(__name__)
 

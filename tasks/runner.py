@@ -30,7 +30,8 @@ from django.db import (
 from django.utils import timezone
 
 from a2ahub import bus, schedule
-from a2ahub.errors import DATABASE_AWAY, A2AError
+from a2ahub.errors import A2AError
+from a2ahub.outages import DATABASE_AWAY
 from agents.kinds import executor_class
 from agents.lookup import agent_by_id
 from agents.models import Agent

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import F, Model
 
 from a2ahub import asyncdb
-from a2ahub.errors import DATABASE_AWAY
+from a2ahub.outages import DATABASE_AWAY
 from tasks import events, hooks, sql
 from tasks.changes import Plan, number_events
 from tasks.columns import field

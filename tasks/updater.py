@@ -18,7 +18,8 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from django.utils import timezone
 
-from a2ahub.errors import DATABASE_AWAY, InvalidAgentResponseError, internal_error
+from a2ahub.errors import InvalidAgentResponseError, internal_error
+from a2ahub.outages import DATABASE_AWAY
 from tasks import writer
 from tasks.changes import (
     ArtifactChange,

