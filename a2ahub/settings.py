@@ -505,6 +505,11 @@ PUSH_TIMEOUT_SECONDS = env_float("PUSH_TIMEOUT_SECONDS", 10.0, 0.5, 120.0)
 PUSH_RETRY_BASE_SECONDS = env_float("PUSH_RETRY_BASE_SECONDS", 2.0, 0.01, 3600.0)
 PUSH_RETRY_MAX_SECONDS = env_float("PUSH_RETRY_MAX_SECONDS", 3600.0, 0.1, 86400.0)
 PUSH_RETRY_HORIZON_SECONDS = env_float("PUSH_RETRY_HORIZON_SECONDS", 86400.0, 1.0, 30 * 86400.0)
+# While a receiver has deliveries waiting after failures, each delivery engine tries one of
+# them again at least this often (unless the receiver's Retry-After asks for longer): a
+# receiver back after a long outage gets its backlog within about this long, with no new
+# webhook to find it back. At or above PUSH_RETRY_MAX_SECONDS it changes nothing.
+PUSH_PROBE_SECONDS = env_float("PUSH_PROBE_SECONDS", 15.0, 0.1, 86400.0)
 # A worker delivering a config's queue holds it this long; if the worker dies, another takes
 # the queue over once the lease has run out (so keep it well above PUSH_TIMEOUT_SECONDS).
 PUSH_LEASE_SECONDS = env_float("PUSH_LEASE_SECONDS", 120.0, 1.0, 3600.0)

@@ -101,9 +101,10 @@ class Attempted(Protocol):
     created_at: datetime
 
 
-def next_attempt(delivery: Attempted, result: Result) -> datetime | None:
+def next_attempt(delivery: Attempted, result: Result, probe: bool = False) -> datetime | None:
     """When to try again, or None when the retry horizon is passed (give up); `attempts`
-    counts the attempt that just failed."""
+    counts the attempt that just failed. A probe (`push.receivers.Probes`) waits no longer
+    than PUSH_PROBE_SECONDS, or than the receiver's Retry-After if it asked for longer."""
     # Past the cap the exponent need not grow: 2 ** 1024 and up no longer fits a float, and a
     # long outage with a low cap (minutes apart for days) gets that many failures.
     doublings = min(max(delivery.attempts - 1, 0), MAX_DOUBLINGS)
@@ -111,6 +112,8 @@ def next_attempt(delivery: Attempted, result: Result) -> datetime | None:
     delay = min(base, settings.PUSH_RETRY_MAX_SECONDS) * random.uniform(0.5, 1.5)
     if result.retry_after is not None:
         delay = min(max(delay, result.retry_after), settings.PUSH_RETRY_MAX_SECONDS)
+    if probe:
+        delay = min(delay, max(settings.PUSH_PROBE_SECONDS, result.retry_after or 0.0))
     when = timezone.now() + timedelta(seconds=delay)
     horizon = delivery.created_at + timedelta(seconds=settings.PUSH_RETRY_HORIZON_SECONDS)
     return None if when > horizon else when

@@ -21,6 +21,8 @@ outcome, the claims that found work or none and the wake-ups that needed no clai
 A receiver that succeeds after failures (a delivery's own, or others' this engine saw) gets
 its waiting deliveries made due once the batch is written (`push.receivers`), and every engine
 is woken for them: a backlog is sent in seconds, not each delivery at the end of its backoff.
+That first success comes within PUSH_PROBE_SECONDS of the receiver's return, with no new
+webhook: one queue per failing receiver is retried at least that often (a probe).
 
 What can go wrong, and what happens then:
 - the process dies: its leases run out (PUSH_LEASE_SECONDS, renewed while it works), the
@@ -50,6 +52,7 @@ from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 
 from a2ahub import bus, metrics, signing
+from a2ahub.outbound import origin_of
 from a2ahub.outbound_pool import OutboundPool, describe
 from push import claims, delivery, outcomes, receivers
 from push.claims import Claimed, Item, Target
@@ -91,6 +94,7 @@ class Engine:
         self.wakeups: dict[str, int] = {}  # outcome -> count, not yet added to the metric
         self.outcomes: list[Outcome] = []
         self.answers = receivers.Answers()  # what receivers answered, for the batch to judge
+        self.probes = receivers.Probes()  # the next early retry at each failing receiver
         self.releases: list[int] = []
         self.unwritten: set[int] = set()  # queues done whose release is not committed yet
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -296,8 +300,9 @@ class Engine:
         except Exception as exc:  # every failure to reach the receiver is worth a retry
             result = Result(delivery.RETRY, error=describe(exc))
         item.attempts += 1
+        origin = origin_of(target.url)
         if result.kind != delivery.GONE:  # a 410 is the config's end, not the receiver's
-            self.answers.add(target.url, result.kind == delivery.DELIVERED, item.attempts)
+            self.answers.add(origin, result.kind == delivery.DELIVERED, item.attempts)
         outcome = Outcome(
             item.id, item.config_id, result.kind, started,
             duration_ms=int((time.monotonic() - clock) * 1000), status=result.status,
@@ -305,7 +310,7 @@ class Engine:
         )  # fmt: skip
         go_on = True
         if result.kind == delivery.RETRY:
-            retry_at = None if item.test else delivery.next_attempt(item, result)
+            retry_at = None if item.test else self.probes.retry_at(origin, item, result)
             if retry_at is None:
                 outcome.kind = outcomes.ABANDONED  # later events still deserve their own tries
             else:

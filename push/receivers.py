@@ -9,22 +9,31 @@ delivery is still marked delivered by its holder only. Many configs of one tenan
 aimed at one host get no more from one success than PUSH_CONCURRENCY queues made due, and only
 when the receiver's answers in that batch were mostly successes: a receiver that fails again
 stops the chain of successes that makes the next queues due.
+
+That first success must come soon after the receiver is back, also with no new webhook to
+find it: while a receiver has deliveries waiting after failures, an engine keeps one of its
+retries there (a probe, `Probes`) no further off than PUSH_PROBE_SECONDS, or than the
+receiver's Retry-After when it asks for longer. Only the retry is earlier: the probe is the
+head of its queue, claimed and sent like any other. One queue per receiver and engine gets it
+(the one whose failure found no probe of that engine still to come), so many configs aimed at
+one host add one request per PUSH_PROBE_SECONDS per engine, not one per config.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from a2ahub.outbound import origin_of
+from push import delivery
 from push.models import Delivery, DeliveryState
 
-# Origins an engine remembers as failing (the oldest forgotten first): a first success there is
-# news too, not only the success of a delivery that failed itself.
+# Origins an engine remembers as failing, and their next probes (the oldest forgotten first): a
+# first success there is news too, not only the success of a delivery that failed itself.
 FAILING_KEPT = 4096
 
 
@@ -42,9 +51,9 @@ class Answers:
         self.failing: dict[str, None] = {}  # ordered: a bounded set, oldest first
         self.tallies: dict[str, Tally] = {}
 
-    def add(self, url: str, delivered: bool, attempts: int) -> None:
-        """One attempt's answer: delivered or failed (to be retried); `attempts` counts it."""
-        origin = origin_of(url)
+    def add(self, origin: str, delivered: bool, attempts: int) -> None:
+        """One attempt's answer at `origin`: delivered or failed (to be retried); `attempts`
+        counts it."""
         tally = self.tallies.setdefault(origin, Tally())
         if not delivered:
             tally.failures += 1
@@ -69,6 +78,29 @@ class Answers:
         for origin in back:
             self.failing.pop(origin, None)
         return back
+
+
+class Probes:
+    """When one engine's probe of each failing receiver is due: the retry it brought forward
+    there, or the one whose wait it let be (a receiver's Retry-After, a backoff still short)."""
+
+    def __init__(self) -> None:
+        self.due: dict[str, datetime] = {}  # ordered: a bounded map, the oldest noted first
+
+    def retry_at(
+        self, origin: str, failed: delivery.Attempted, result: delivery.Result
+    ) -> datetime | None:
+        """When the `failed` delivery at `origin` is tried again (None: given up): as a probe
+        when this engine has none there still to come, else on its own schedule."""
+        now = timezone.now()
+        probe = bool(origin) and self.due.get(origin, now) <= now
+        when = delivery.next_attempt(failed, result, probe=probe)
+        if probe and when is not None:
+            self.due.pop(origin, None)
+            self.due[origin] = when
+            if len(self.due) > FAILING_KEPT:  # forgetting one costs an extra probe at most
+                del self.due[next(iter(self.due))]
+        return when
 
 
 def make_due(origin: str) -> int:

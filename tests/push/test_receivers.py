@@ -1,11 +1,15 @@
 """A receiver that answers again: its waiting deliveries are made due at once, every queue of
 its origin (scheme, host, port) whole, a bounded number of queues at a time; the engine judges
-which receivers are back from what they answered; and an embedded hub's backlog goes out in
-order, once, as soon as the receiver is back, not at the end of each retry's wait."""
+which receivers are back from what they answered; while one fails, one of its queues is tried
+again every PUSH_PROBE_SECONDS (unless its Retry-After asks for longer) and the others wait
+their backoff; and an embedded hub's backlog goes out in order, once, as soon as the receiver
+is back, not at the end of each retry's wait, also with no new webhook to find it back."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -17,8 +21,9 @@ from django.utils import timezone
 from agents.models import Agent
 from push import receivers
 from push.configs import create_config
+from push.delivery import RETRY, Result
 from push.models import Delivery, DeliveryState, PushNotificationConfig
-from push.receivers import Answers
+from push.receivers import Answers, Probes
 from tasks.models import Task
 from tests.factories.push import webhook
 from tests.factories.tasks import open_task
@@ -122,41 +127,122 @@ def test_deliveries_another_transaction_holds_are_skipped_not_waited_for(pusher:
     assert due(held + free) == [False, True]
 
 
-URL = "https://hooks.example.com/a"
-
-
 def test_a_delivery_that_succeeds_after_failing_brings_its_receiver_back() -> None:
     answers = Answers()
-    answers.add(URL, delivered=True, attempts=3)
+    answers.add(HOOKS, delivered=True, attempts=3)
     assert answers.take() == [HOOKS]
     assert answers.take() == []  # told once
 
 
 def test_a_first_success_where_this_engine_saw_failures_brings_the_receiver_back() -> None:
     answers = Answers()
-    answers.add("https://hooks.example.com/b", delivered=False, attempts=1)
+    answers.add(HOOKS, delivered=False, attempts=1)
     assert answers.take() == []
-    answers.add(URL, delivered=True, attempts=1)
+    answers.add(HOOKS, delivered=True, attempts=1)
     assert answers.take() == [HOOKS]
-    answers.add(URL, delivered=True, attempts=1)
+    answers.add(HOOKS, delivered=True, attempts=1)
     assert answers.take() == []  # no longer failing: a success is no news
 
 
 def test_a_receiver_that_mostly_fails_is_not_back_until_it_mostly_succeeds() -> None:
     answers = Answers()
-    answers.add(URL, delivered=True, attempts=2)
-    answers.add(URL, delivered=False, attempts=2)
-    answers.add(URL, delivered=False, attempts=1)
+    answers.add(HOOKS, delivered=True, attempts=2)
+    answers.add(HOOKS, delivered=False, attempts=2)
+    answers.add(HOOKS, delivered=False, attempts=1)
     assert answers.take() == []
-    answers.add(URL, delivered=True, attempts=1)
+    answers.add(HOOKS, delivered=True, attempts=1)
     assert answers.take() == [HOOKS]
 
 
 def test_a_success_at_a_receiver_that_never_failed_is_no_news() -> None:
     answers = Answers()
-    answers.add("https://example.com/a", delivered=False, attempts=1)
-    answers.add(URL, delivered=True, attempts=1)
+    answers.add("https://example.com:443", delivered=False, attempts=1)
+    answers.add(HOOKS, delivered=True, attempts=1)
     assert answers.take() == []
+
+
+@dataclass
+class Failed:
+    """A delivery whose first attempt just failed, as `next_attempt` reads it."""
+
+    attempts: int = 1
+    created_at: datetime = field(default_factory=timezone.now)
+
+
+def waits(when: datetime | None) -> float:
+    """How many seconds away a retry is."""
+    assert when is not None
+    return (when - timezone.now()).total_seconds()
+
+
+@pytest.fixture
+def long_backoff(settings: Any) -> Any:
+    """A first retry 5 to 15 minutes away, probes every 15 s."""
+    settings.PUSH_RETRY_BASE_SECONDS = 600.0
+    settings.PUSH_RETRY_MAX_SECONDS = settings.PUSH_RETRY_HORIZON_SECONDS = 3600.0
+    settings.PUSH_PROBE_SECONDS = 15.0
+    return settings
+
+
+@pytest.mark.usefixtures("long_backoff")
+def test_one_queue_per_failing_receiver_is_probed_the_others_wait_their_backoff() -> None:
+    probes, refused = Probes(), Result(RETRY, 503)
+    at_hooks = [waits(probes.retry_at(HOOKS, Failed(), refused)) for _ in range(5)]
+    elsewhere = waits(probes.retry_at("https://example.com:443", Failed(), refused))
+
+    assert at_hooks[0] <= 15
+    assert all(wait >= 300 for wait in at_hooks[1:])
+    assert elsewhere <= 15  # each receiver has a probe of its own
+
+
+@pytest.mark.usefixtures("long_backoff")
+def test_a_probe_waits_as_long_as_the_receivers_retry_after_asks() -> None:
+    """A receiver in maintenance that says when to come back is not asked sooner, and no other
+    queue there is tried earlier than its backoff meanwhile."""
+    probes = Probes()
+    maintenance = Result(RETRY, 503, retry_after=120.0)
+    assert 119 <= waits(probes.retry_at(HOOKS, Failed(), maintenance)) <= 120
+    assert waits(probes.retry_at(HOOKS, Failed(), Result(RETRY, 503))) >= 300
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("push_settings")
+def test_a_receiver_back_with_no_new_webhook_gets_its_backlog_within_the_probe_interval(
+    caller: Caller, pusher: Agent, settings: Any
+) -> None:
+    """Embedded: five configs at a receiver answering 503, on a backoff that makes each wait five
+    minutes or more; one of them (the probe) is tried again every PUSH_PROBE_SECONDS, the others
+    are not; the receiver comes back and no task is sent: the probe finds it back, and the
+    backlog follows within seconds, each queue in order, once."""
+    settings.PUSH_RETRY_BASE_SECONDS = 600.0
+    settings.PUSH_RETRY_MAX_SECONDS = settings.PUSH_RETRY_HORIZON_SECONDS = 3600.0
+    settings.PUSH_PROBE_SECONDS = probe = 1.0
+    receiver = Receiver(Behaviour(fail_first=10**9, fail_status=503))
+    paths = [f"/{n}" for n in range(5)]
+    try:
+        tasks = [caller.send("pusher", V1, push=webhook(V1, receiver.url + path))["id"]
+                 for path in paths]  # fmt: skip
+
+        def tried() -> list[int]:
+            """Requests per config so far, the most first."""
+            return sorted((sum(r.path.endswith(p) for r in receiver.requests) for p in paths),
+                          reverse=True)  # fmt: skip
+
+        assert eventually(lambda: tried()[0] >= 3, timeout=15)
+        assert tried()[1:] == [1, 1, 1, 1]
+
+        back = time.monotonic()
+        receiver.behaviour = Behaviour()
+        assert eventually(lambda: all(delivered(t) for t in tasks), timeout=probe + 9)
+        took = time.monotonic() - back
+        accepted = receiver.accepted()
+    finally:
+        receiver.down()
+
+    assert took < probe + 9
+    for path, task_id in zip(paths, tasks, strict=True):
+        got = [r for r in accepted if r.path.endswith(path)]
+        assert sequences_of(got) == [d.sequence for d in deliveries_of(task_id)] == [1, 2, 3, 4]
 
 
 @pytest.mark.django_db(transaction=True)
