@@ -15,14 +15,15 @@ find it: while a receiver has deliveries waiting after failures, an engine keeps
 retries there (a probe, `Probes`) no further off than PUSH_PROBE_SECONDS, or than the
 receiver's Retry-After when it asks for longer. Only the retry is earlier: the probe is the
 head of its queue, claimed and sent like any other. One queue per receiver and engine gets it
-(the one whose failure found no probe of that engine still to come), so many configs aimed at
-one host add one request per PUSH_PROBE_SECONDS per engine, not one per config.
+(the first to fail where that engine had no probe), so many configs aimed at one host add one
+request per PUSH_PROBE_SECONDS per engine, not one per config.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -30,6 +31,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from push import delivery
+from push.claims import Item
 from push.models import Delivery, DeliveryState
 
 # Origins an engine remembers as failing, and their next probes (the oldest forgotten first): a
@@ -81,25 +83,28 @@ class Answers:
 
 
 class Probes:
-    """When one engine's probe of each failing receiver is due: the retry it brought forward
-    there, or the one whose wait it let be (a receiver's Retry-After, a backoff still short)."""
+    """Which delivery is one engine's probe at each failing receiver, and when it is due."""
 
     def __init__(self) -> None:
-        self.due: dict[str, datetime] = {}  # ordered: a bounded map, the oldest noted first
+        # Ordered: a bounded map, the oldest noted first.
+        self.due: dict[str, tuple[uuid.UUID, datetime]] = {}
 
-    def retry_at(
-        self, origin: str, failed: delivery.Attempted, result: delivery.Result
-    ) -> datetime | None:
+    def retry_at(self, origin: str, failed: Item, result: delivery.Result) -> datetime | None:
         """When the `failed` delivery at `origin` is tried again (None: given up): as a probe
-        when this engine has none there still to come, else on its own schedule."""
+        when it is this engine's probe there or the engine has none to come, else on its own
+        schedule. A probe not tried again here PUSH_PROBE_SECONDS after it was due has run its
+        course (it succeeded, its queue ended, or another engine took the queue over)."""
         now = timezone.now()
-        probe = bool(origin) and self.due.get(origin, now) <= now
+        noted = self.due.get(origin)
+        late = timedelta(seconds=settings.PUSH_PROBE_SECONDS)
+        probe = bool(origin) and (noted is None or noted[0] == failed.id or noted[1] + late <= now)
         when = delivery.next_attempt(failed, result, probe=probe)
-        if probe and when is not None:
+        if probe:
             self.due.pop(origin, None)
-            self.due[origin] = when
-            if len(self.due) > FAILING_KEPT:  # forgetting one costs an extra probe at most
-                del self.due[next(iter(self.due))]
+            if when is not None:
+                self.due[origin] = (failed.id, when)
+                if len(self.due) > FAILING_KEPT:  # forgetting one costs an extra probe at most
+                    del self.due[next(iter(self.due))]
         return when
 
 

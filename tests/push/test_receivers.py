@@ -8,7 +8,7 @@ is back, not at the end of each retry's wait, also with no new webhook to find i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from push import receivers
+from push.claims import Item
 from push.configs import create_config
 from push.delivery import RETRY, Result
 from push.models import Delivery, DeliveryState, PushNotificationConfig
@@ -161,12 +162,11 @@ def test_a_success_at_a_receiver_that_never_failed_is_no_news() -> None:
     assert answers.take() == []
 
 
-@dataclass
-class Failed:
-    """A delivery whose first attempt just failed, as `next_attempt` reads it."""
-
-    attempts: int = 1
-    created_at: datetime = field(default_factory=timezone.now)
+def failed() -> Item:
+    """A delivery whose first attempt just failed."""
+    now = timezone.now()
+    return Item(uuid.uuid4(), 1, 1, attempts=1, next_attempt_at=now, created_at=now, test=False,
+                payload="{}")  # fmt: skip
 
 
 def waits(when: datetime | None) -> float:
@@ -187,12 +187,17 @@ def long_backoff(settings: Any) -> Any:
 @pytest.mark.usefixtures("long_backoff")
 def test_one_queue_per_failing_receiver_is_probed_the_others_wait_their_backoff() -> None:
     probes, refused = Probes(), Result(RETRY, 503)
-    at_hooks = [waits(probes.retry_at(HOOKS, Failed(), refused)) for _ in range(5)]
-    elsewhere = waits(probes.retry_at("https://example.com:443", Failed(), refused))
+    heads = [failed() for _ in range(5)]
+    at_hooks = [waits(probes.retry_at(HOOKS, head, refused)) for head in heads]
+    elsewhere = waits(probes.retry_at("https://example.com:443", failed(), refused))
 
     assert at_hooks[0] <= 15
     assert all(wait >= 300 for wait in at_hooks[1:])
     assert elsewhere <= 15  # each receiver has a probe of its own
+    # The probe fails again: it stays the probe; the others, failing again, keep waiting long.
+    heads[0].attempts = heads[1].attempts = 2
+    assert waits(probes.retry_at(HOOKS, heads[0], refused)) <= 15
+    assert waits(probes.retry_at(HOOKS, heads[1], refused)) >= 600
 
 
 @pytest.mark.usefixtures("long_backoff")
@@ -201,8 +206,8 @@ def test_a_probe_waits_as_long_as_the_receivers_retry_after_asks() -> None:
     queue there is tried earlier than its backoff meanwhile."""
     probes = Probes()
     maintenance = Result(RETRY, 503, retry_after=120.0)
-    assert 119 <= waits(probes.retry_at(HOOKS, Failed(), maintenance)) <= 120
-    assert waits(probes.retry_at(HOOKS, Failed(), Result(RETRY, 503))) >= 300
+    assert 119 <= waits(probes.retry_at(HOOKS, failed(), maintenance)) <= 120
+    assert waits(probes.retry_at(HOOKS, failed(), Result(RETRY, 503))) >= 300
 
 
 @pytest.mark.django_db(transaction=True)
