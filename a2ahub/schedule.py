@@ -28,6 +28,7 @@ class Periodic:
     in_beat: bool = False
     last_run: float = field(default=0.0)
     thread: threading.Thread | None = None  # beat's run of an `in_beat` job
+    overran: bool = False  # a tick found its last run still going
 
 
 PERIODIC: dict[str, Periodic] = {}
@@ -47,8 +48,13 @@ def run_in_beat(name: str) -> None:
     (a database that hangs, say): the next tick tries again."""
     periodic = PERIODIC[name]
     if periodic.thread is not None and periodic.thread.is_alive():
-        logger.warning("periodic job %s still runs from its last tick; not started again", name)
+        # Every tick while a run hangs (the database is away, say): one line for the run,
+        # the outage itself is logged by `a2ahub.outages`.
+        if not periodic.overran:
+            logger.warning("periodic job %s still runs from its last tick; not started again", name)
+        periodic.overran = True
         return
+    periodic.overran = False
     periodic.thread = threading.Thread(
         target=run_and_release, args=(name, periodic.job), name=f"a2ahub-{name}", daemon=True
     )

@@ -3,6 +3,8 @@ distributed and run by each process's own scheduler when it is embedded."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from datetime import timedelta
 
@@ -91,3 +93,35 @@ def test_a_job_runs_again_only_once_its_interval_has_passed(
 
     assert RECOVERY in schedule.run_due(now=1_000_010.0)
     assert Task.objects.get(id=dead).state == TaskState.FAILED
+
+
+def test_a_run_in_beat_that_hangs_is_not_started_again_and_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Beat ticks every half second while a run waits on a database that is away: the job is
+    not started twice, and the log says so once, not every tick."""
+    release = threading.Event()
+    runs: list[int] = []
+
+    class Hanging:
+        name = "tests.hanging_job"
+
+        def __call__(self) -> int:
+            runs.append(1)
+            release.wait(10)
+            return 0
+
+    schedule.register(Hanging(), lambda: 1.0, in_beat=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="a2ahub.schedule"):
+            for _ in range(5):
+                schedule.run_in_beat(Hanging.name)
+            release.set()
+            schedule.PERIODIC[Hanging.name].thread.join(5)  # type: ignore[union-attr]
+            schedule.run_in_beat(Hanging.name)  # a new run once the last one ended
+            schedule.PERIODIC[Hanging.name].thread.join(5)  # type: ignore[union-attr]
+    finally:
+        del schedule.PERIODIC[Hanging.name]
+    skipped = [r for r in caplog.records if "still runs from its last tick" in r.getMessage()]
+    assert len(runs) == 2
+    assert len(skipped) == 1
