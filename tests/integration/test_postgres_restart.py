@@ -286,6 +286,16 @@ def test_no_task_is_left_half_written_or_open(hub: Hub, restart: Restart) -> Non
     assert eventually(lambda: open_tasks(hub) == [], timeout=15), open_tasks(hub)
 
 
+def test_a_turn_the_restart_failed_says_the_database_was_unavailable(
+    hub: Hub, restart: Restart
+) -> None:
+    """A running turn rides out the blip (its writes are retried) or fails saying the database
+    was unavailable; none is failed by recovery as if its process had died."""
+    assert eventually(lambda: open_tasks(hub) == [], timeout=15), open_tasks(hub)
+    failed = hub.query("SELECT id, last_error FROM tasks_task WHERE state = 'failed'")
+    assert [row for row in failed if "database was unavailable" not in row[1]] == []
+
+
 def test_every_web_process_and_worker_serves_again_within_a_second(
     hub: Hub, restart: Restart
 ) -> None:
