@@ -312,12 +312,16 @@ def test_every_web_process_and_worker_serves_again_within_a_second(
 def test_each_process_logs_the_outage_once_as_it_begins_and_once_as_it_ends(
     hub: Hub, restart: Restart
 ) -> None:
-    """However many requests met the restart, a web process logs it as one outage: one line
-    as it begins, one as it ends (with how long it lasted). A worker that met it does too."""
+    """However many requests met the restart, a process that met it logs it as one outage:
+    one line as it begins, one as it ends (with how long it lasted). Some web process met it
+    (a half-second blip can fall between one process's statements: its pool replaces the
+    connections the restart closed without a failed attempt, so it has nothing to log)."""
+    logged = []
     for process in hub.processes:
         lines = process.log.read_text(errors="replace").splitlines()
         began = [line for line in lines if " The database is unavailable " in line]
         ended = [line for line in lines if " The database answers again after " in line]
-        expected = 1 if process.name.startswith("web") else len(began)
-        assert (len(began), len(ended)) == (expected, expected), (process.name, began, ended)
-        assert expected <= 1, (process.name, began, ended)
+        assert len(began) == len(ended) <= 1, (process.name, began, ended)
+        if began:
+            logged.append(process.name)
+    assert [name for name in logged if name.startswith("web")], logged
