@@ -37,6 +37,7 @@ What can go wrong, and what happens then:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -103,6 +104,9 @@ class Engine:
         self.db_calls = 0
         self.connected_at = 0.0  # the last database call's end; 0: the connection given back
         self.stopping = False
+        self.listening: bus.Listening | None = None
+        self.thread: threading.Thread | None = None
+        self.task: asyncio.Task[None] | None = None  # `run`, on the engine's thread
 
     @property
     def idle(self) -> bool:
@@ -200,10 +204,13 @@ class Engine:
         self.woken.set()  # whatever is due already
         # Subscribed before the first claim: a wake-up lost meanwhile (Redis away) is made up
         # for by a claim once the subscription is back.
-        await bus.get().subscribe(WAKE_CHANNEL, self.hear, decode=bytes.decode, restored=self.wake)
+        self.listening = await bus.get().subscribe(
+            WAKE_CHANNEL, self.hear, decode=bytes.decode, restored=self.wake
+        )
         try:
             await asyncio.gather(self.claimer(), self.writer(), self.renewer(), self.holder())
         finally:
+            bus.get().unsubscribe(self.listening)
             await self.pool.close()
 
     async def claimer(self) -> None:
@@ -422,14 +429,16 @@ def start() -> Engine:
 
             def serve() -> None:
                 async def main() -> None:
-                    task = asyncio.create_task(engine.run())
+                    engine.task = asyncio.create_task(engine.run())
                     await asyncio.sleep(0)
                     ready.set()
-                    await task
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await engine.task  # cancelled by `stop`
 
                 asyncio.run(main())
 
-            threading.Thread(target=serve, name="a2ahub-push", daemon=True).start()
+            engine.thread = threading.Thread(target=serve, name="a2ahub-push", daemon=True)
+            engine.thread.start()
             ready.wait(10)
             _engine = engine
         return _engine
@@ -441,14 +450,25 @@ def running() -> Engine | None:
 
 def stop(timeout: float = 10.0) -> None:
     """Stop claiming, let the queues under way finish (for `timeout` at most), write what is
-    left and give the connection back: a worker shutting down, the end of a test session."""
-    engine = _engine
-    if engine is not None and engine.loop is not None and engine.loop.is_running():
-        done = asyncio.run_coroutine_threadsafe(engine.shutdown(timeout), engine.loop)
-        try:
-            done.result(timeout + 5)
-        except Exception:
-            logger.exception("push: the engine did not stop cleanly")
+    left, give the connection back and end the engine's thread (a later `start` makes a new
+    engine): a worker shutting down, the end of a test."""
+    global _engine
+    with _started:
+        engine, _engine = _engine, None
+    if engine is None or engine.loop is None or not engine.loop.is_running():
+        return
+    done = asyncio.run_coroutine_threadsafe(engine.shutdown(timeout), engine.loop)
+    try:
+        done.result(timeout + 5)
+    except Exception:
+        logger.exception("push: the engine did not stop cleanly")
+    # Its claims and subscription end with its loop: a wake-up heard later (another
+    # process's, over Redis) finds no engine here to claim into a database it may not reach.
+    if engine.task is not None:
+        engine.loop.call_soon_threadsafe(engine.task.cancel)
+    if engine.thread is not None:
+        engine.thread.join(timeout=5)
+    engine.db.shutdown(wait=False)
 
 
 def wait_idle(timeout: float = 10.0) -> bool:
