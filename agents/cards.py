@@ -181,6 +181,11 @@ def add_interfaces(card: pb.AgentCard, agent: Agent, base_url: str) -> None:
             url=grpc_address(base_url), protocol_binding="GRPC", protocol_version="1.0",
             tenant=agent.slug,
         )  # fmt: skip
+        if agent.slug == settings.HUB_DEFAULT_AGENT:
+            # 0.3 requests cannot name an agent: the 0.3 service serves the default one.
+            card.supported_interfaces.add(
+                url=grpc_address(base_url), protocol_binding="GRPC", protocol_version="0.3"
+            )
 
 
 def build_capabilities(agent: Agent) -> pb.AgentCapabilities:

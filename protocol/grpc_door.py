@@ -27,6 +27,7 @@ from django.conf import settings
 from google.protobuf import empty_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
+from google.protobuf.message_factory import GetMessageClass
 
 from a2ahub import metrics, request_id
 from a2ahub.errors import (
@@ -101,11 +102,17 @@ def metadata_request(context: grpc.aio.ServicerContext, method: str) -> Request:
     return Request("POST", f"/lf.a2a.v1.A2AService/{method}", headers, "application/grpc")
 
 
-def version_of(request: Request) -> str:
-    version = door.parse_version(door.raw_version(request), default=V1)
-    if version == V03:
+SERVICES = {V1: "lf.a2a.v1.A2AService", V03: "a2a.v1.A2AService"}
+
+
+def version_of(request: Request, served: str = V1) -> str:
+    """The version a call asks for, which must be its service's (a 0.3 client may send
+    none)."""
+    version = door.parse_version(door.raw_version(request), default=served)
+    if version != served:
         raise VersionNotSupportedError(
-            "This gRPC service is A2A 1.0 (lf.a2a.v1.A2AService); send a2a-version: 1.0."
+            f"A2A {version} over gRPC is the service {SERVICES[version]}; this is "
+            f"{SERVICES[served]} (A2A {served})."
         )
     return version
 
@@ -138,16 +145,18 @@ class Exchange:
     method: str
     agent: str = ""
     code: str = "OK"
+    version: str = V1
 
 
 async def admit(
-    name: str, request: Any, context: grpc.aio.ServicerContext, ex: Exchange
+    name: str, request: Any, context: grpc.aio.ServicerContext, ex: Exchange, served: str = V1
 ) -> tuple[Call, Method]:
-    """Every check of the door, in the order the other bindings make them."""
+    """Every check of the door, in the order the other bindings make them; `request` is the
+    1.0 request message (a 0.3 one converted)."""
     if isinstance(request, Malformed):
         raise InvalidRequestError(request.problem)
     http = metadata_request(context, name)
-    version = version_of(http)
+    version = version_of(http, served)
     agent = await agent_of(request.tenant)
     ex.agent = agent.slug
     principal = await door.authenticate_caller(http, agent)
@@ -304,41 +313,30 @@ def begin(context: grpc.aio.ServicerContext, ex: Exchange) -> float:
 
 
 def record(ex: Exchange, started: float) -> None:
-    metrics.record_request(ex.agent, ex.method, V1, BINDING, ex.code,
+    metrics.record_request(ex.agent, ex.method, ex.version, BINDING, ex.code,
                            time.perf_counter() - started)  # fmt: skip
 
 
-def method_handlers(door_: A2AGrpcDoor) -> dict[str, grpc.RpcMethodHandler]:
-    """The service's handlers as the SDK's generated `add_A2AServiceServicer_to_server`
-    makes them, but with requests read by `safe_parser`."""
-    service = pb.DESCRIPTOR.services_by_name["A2AService"]
+def method_handlers(servicer: Any, service: Any) -> dict[str, grpc.RpcMethodHandler]:
+    """A service's handlers as the SDK's generated `add_..._to_server` makes them, but with
+    requests read by `safe_parser`."""
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for rpc in service.methods:
-        request_type = message_class(rpc.input_type.full_name)
-        response_type = message_class(rpc.output_type.full_name)
         make = (
             grpc.unary_stream_rpc_method_handler
             if rpc.server_streaming
             else grpc.unary_unary_rpc_method_handler
         )
         handlers[rpc.name] = make(
-            getattr(door_, rpc.name),
-            request_deserializer=safe_parser(request_type),
-            response_serializer=response_type.SerializeToString,
+            getattr(servicer, rpc.name),
+            request_deserializer=safe_parser(GetMessageClass(rpc.input_type)),
+            response_serializer=GetMessageClass(rpc.output_type).SerializeToString,
         )
     return handlers
 
 
-def message_class(full_name: str) -> type[ProtoMessage]:
-    if full_name == "google.protobuf.Empty":
-        return empty_pb2.Empty
-    return getattr(pb, full_name.rsplit(".", 1)[-1])  # type: ignore[no-any-return]
-
-
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["A2AService"].full_name
-
-
-def generic_handler(door_: A2AGrpcDoor | None = None) -> grpc.GenericRpcHandler:
-    return grpc.method_handlers_generic_handler(
-        SERVICE_NAME, method_handlers(door_ or A2AGrpcDoor())
-    )
+def generic_handler(servicer: Any = None, service: Any = None) -> grpc.GenericRpcHandler:
+    """The 1.0 service (by default), or another service's `servicer`."""
+    service = service or pb.DESCRIPTOR.services_by_name["A2AService"]
+    handlers = method_handlers(servicer or A2AGrpcDoor(), service)
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)

@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 from django.conf import settings
 
-from protocol import grpc_door
+from protocol import grpc_door, grpc_v03
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,8 @@ def build(bind: str, reuse_port: bool = False) -> tuple[grpc.aio.Server, int]:
     """A server with the A2A service, bound to `bind` (`host:port`; port 0 takes a free one):
     the server, and the port it got."""
     server = grpc.aio.server(options=options(reuse_port))
-    server.add_generic_rpc_handlers((grpc_door.generic_handler(),))
+    # 1.0 and 0.3 side by side: their services' names differ (lf.a2a.v1, a2a.v1).
+    server.add_generic_rpc_handlers((grpc_door.generic_handler(), grpc_v03.generic_handler()))
     tls = credentials()
     port = server.add_secure_port(bind, tls) if tls is not None else server.add_insecure_port(bind)
     return server, port

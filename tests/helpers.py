@@ -48,12 +48,14 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 9
     raise TimeoutError(f"{url} did not answer within {timeout}s")
 
 
-def wait_for_port(address: str, process: subprocess.Popen[bytes], timeout: float = 90) -> None:
+def wait_for_port(
+    address: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 90
+) -> None:
     """Until something accepts connections at `host:port` (a gRPC server, say)."""
     host, _, port = address.rpartition(":")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if process is not None and process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
             socket.create_connection((host, int(port)), timeout=1).close()

@@ -146,9 +146,24 @@ def test_the_10_card_lists_the_grpc_service_naming_the_agent_by_tenant(
     grpc = [i for i in pure["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
     assert grpc == [{"url": "testserver:50061", "protocolBinding": "GRPC",
                      "tenant": "rpc", "protocolVersion": "1.0"}]  # fmt: skip
-    # A 0.3 client reads no gRPC interface: the hub serves no 0.3 gRPC service.
+    # 0.3 requests cannot name an agent: only the default agent offers 0.3 gRPC.
     union = get_card(client, "rpc").json()
     assert all(i["transport"] != "GRPC" for i in union.get("additionalInterfaces", []))
+
+
+def test_the_default_agents_card_alone_offers_03_clients_the_grpc_service(
+    agent_factory: Any, client: Client, settings: Any
+) -> None:
+    settings.HUB_DEFAULT_AGENT = "home"
+    agent_factory("home")
+    union = get_card(client, "home").json()
+    assert {"transport": "GRPC", "url": "testserver:50051"} in union["additionalInterfaces"]
+    pure = get_card(client, "home", A2A_Version="1.0").json()
+    grpc = [i for i in pure["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert [(i["protocolVersion"], i.get("tenant")) for i in grpc] == [
+        ("1.0", "home"),
+        ("0.3", None),
+    ]
 
 
 def test_no_grpc_interface_when_grpc_is_off(

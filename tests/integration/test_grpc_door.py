@@ -29,7 +29,16 @@ from google.rpc import error_details_pb2
 from tests.factories.messages import user_message
 from tests.helpers import ROOT
 from tests.integration.applications import application
-from tests.integration.clients import GRPC, TERMINAL, a2a_client, get, send, texts, wait_for_state
+from tests.integration.clients import (
+    GRPC,
+    TERMINAL,
+    Door,
+    a2a_client,
+    get,
+    send,
+    texts,
+    wait_for_state,
+)
 from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
@@ -47,9 +56,51 @@ def card_of(hub: Hub, slug: str) -> dict[str, Any]:
 def test_every_card_lists_the_hubs_grpc_service_naming_its_agent(hub: Hub) -> None:
     for slug in ("echo", "secure"):
         listed = [i for i in card_of(hub, slug)["supportedInterfaces"]
-                  if i["protocolBinding"] == "GRPC"]  # fmt: skip
+                  if i["protocolBinding"] == "GRPC" and i["protocolVersion"] == "1.0"]  # fmt: skip
         assert listed == [{"url": hub.grpc, "protocolBinding": "GRPC", "tenant": slug,
                            "protocolVersion": "1.0"}]  # fmt: skip
+
+
+GRPC_03 = Door("0.3", "GRPC")
+
+
+def test_the_default_agent_alone_offers_the_03_grpc_service(hub: Hub) -> None:
+    """0.3 requests cannot name an agent: the 0.3 service serves HUB_DEFAULT_AGENT (echo)."""
+    interfaces = card_of(hub, "echo")["supportedInterfaces"]
+    listed = [(i["protocolVersion"], i.get("tenant", "")) for i in interfaces
+              if i["protocolBinding"] == "GRPC"]  # fmt: skip
+    assert listed == [("1.0", "echo"), ("0.3", "")]
+    others = [i for i in card_of(hub, "interview")["supportedInterfaces"]
+              if i["protocolBinding"] == "GRPC" and i["protocolVersion"] == "0.3"]  # fmt: skip
+    assert others == []
+
+
+def test_a_03_client_sends_streams_and_reads_through_the_03_grpc_service(hub: Hub) -> None:
+    async def scenario() -> tuple[pb.Task, list[Any], pb.Task]:
+        async with a2a_client(hub.web_a, "echo", *GRPC_03) as client:
+            sent = await send(client, user_message("hello over 0.3 gRPC"))
+            again = await get(client, sent.id)
+        async with a2a_client(hub.web_b, "echo", *GRPC_03, streaming=True) as streamer:
+            request = pb.SendMessageRequest(message=user_message("streamed over 0.3 gRPC"))
+            events = [event async for event in streamer.send_message(request)]
+        return sent, events, again
+
+    sent, events, again = asyncio.run(scenario())
+    assert sent.status.state == pb.TASK_STATE_COMPLETED
+    assert [texts(a.parts) for a in sent.artifacts] == [["hello over 0.3 gRPC"]]
+    assert again.id == sent.id
+    [(version, binding)] = hub.query(
+        "SELECT protocol_version, binding FROM tasks_task WHERE id = %s", (sent.id,)
+    )
+    assert (version, binding) == ("0.3", "GRPC")
+    assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
+
+    async def unknown() -> None:
+        async with a2a_client(hub.web_a, "echo", *GRPC_03) as client:
+            await get(client, "no-such-task")
+
+    with pytest.raises(TaskNotFoundError):
+        asyncio.run(unknown())
 
 
 def test_a_blocking_send_then_get_and_list_through_grpc(hub: Hub) -> None:

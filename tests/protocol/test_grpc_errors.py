@@ -133,3 +133,14 @@ def test_a_03_version_is_refused_on_the_10_service() -> None:
     )
     with pytest.raises(VersionNotSupportedError):
         grpc_door.version_of(request)
+
+
+def test_each_grpc_service_takes_its_own_version_only() -> None:
+    def asking(version: str) -> grpc_door.Request:
+        headers = grpc_door.metadata_headers([("a2a-version", version)] if version else [])
+        return grpc_door.Request("POST", "/", headers, "application/grpc")
+
+    assert grpc_door.version_of(asking(""), served="0.3") == "0.3"
+    assert grpc_door.version_of(asking("0.3"), served="0.3") == "0.3"
+    with pytest.raises(VersionNotSupportedError, match=r"lf\.a2a\.v1\.A2AService"):
+        grpc_door.version_of(asking("1.0"), served="0.3")
