@@ -38,6 +38,11 @@ from registry import body_limit as registry_body_limit  # noqa: E402
 
 processes.start("web")
 
+if os.environ.get("A2AHUB_GRPC_IN_WEB") == "1":  # set by runhub for an embedded hub
+    from protocol import grpc_server
+
+    grpc_server.serve_beside_web()
+
 site_application = body_limit.guarded(
     ASGIStaticFilesHandler(django_application) if settings.SERVE_STATIC else django_application
 )

@@ -128,6 +128,16 @@ elif len(SECRET_KEY) < 32:
 
 HOST = env_str("HOST", "127.0.0.1")
 PORT = env_int("PORT", 8000, 1, 65535)
+# The gRPC binding (protocol/grpc_server.py): its own port, on HOST like the web server; 0
+# serves no gRPC and lists none on the cards. TLS when both files are named (PEM); the address
+# cards list is GRPC_PUBLIC_ADDRESS (`host:port`), else PUBLIC_BASE_URL's host (or the host a
+# card was asked at) with GRPC_PORT.
+GRPC_PORT = env_int("GRPC_PORT", 50051, 0, 65535)
+GRPC_TLS_CERT_FILE = env_str("GRPC_TLS_CERT_FILE")
+GRPC_TLS_KEY_FILE = env_str("GRPC_TLS_KEY_FILE")
+GRPC_PUBLIC_ADDRESS = env_str("GRPC_PUBLIC_ADDRESS")
+if bool(GRPC_TLS_CERT_FILE) != bool(GRPC_TLS_KEY_FILE):
+    raise ImproperlyConfigured("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together")
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", {"http", "https"}, allow_path=False).rstrip("/")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
@@ -173,6 +183,7 @@ INSTALLED_APPS = [
     "developers",
     "console",
     "operators_api",
+    "protocol",  # no models: its `rungrpc` command
 ]
 
 MIDDLEWARE = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 import pydantic
 from a2a.compat.v0_3 import conversions
@@ -18,6 +19,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import validate_proto_required_fields
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
@@ -61,6 +63,15 @@ def jsonrpc_url(base_url: str, agent: Agent) -> str:
 
 def rest_url(base_url: str, agent: Agent) -> str:
     return f"{agent_base_url(base_url, agent)}rest/"
+
+
+def grpc_address(base_url: str) -> str:
+    """Where the gRPC binding answers, as `host:port` (no scheme: gRPC clients take the
+    target as it is): GRPC_PUBLIC_ADDRESS, or the host of the hub's URL with GRPC_PORT."""
+    if settings.GRPC_PUBLIC_ADDRESS:
+        return str(settings.GRPC_PUBLIC_ADDRESS)
+    host = urlsplit(base_url).hostname or "127.0.0.1"
+    return f"[{host}]:{settings.GRPC_PORT}" if ":" in host else f"{host}:{settings.GRPC_PORT}"
 
 
 def card_url(base_url: str, agent: Agent) -> str:
@@ -150,7 +161,8 @@ def oauth2_schemes(agent: Agent, base_url: str) -> dict[str, pb.SecurityScheme]:
 def add_interfaces(card: pb.AgentCard, agent: Agent, base_url: str) -> None:
     """The agent's own doors, each binding in both versions, the first the one 0.3 clients
     take (`url`); then the shared 1.0 doors with `tenant`, which the official client copies
-    into its requests (v1.0.1 8.3.2), so either way reaches this agent."""
+    into its requests (v1.0.1 8.3.2), so either way reaches this agent; gRPC, one service for
+    every agent, is only such a shared door."""
     for binding, url in (("JSONRPC", jsonrpc_url(base_url, agent)),
                          ("HTTP+JSON", rest_url(base_url, agent))):  # fmt: skip
         for version in ("1.0", "0.3"):
@@ -164,6 +176,16 @@ def add_interfaces(card: pb.AgentCard, agent: Agent, base_url: str) -> None:
             protocol_version="1.0",
             tenant=agent.slug,
         )
+    if settings.GRPC_PORT:
+        card.supported_interfaces.add(
+            url=grpc_address(base_url), protocol_binding="GRPC", protocol_version="1.0",
+            tenant=agent.slug,
+        )  # fmt: skip
+        if agent.slug == settings.HUB_DEFAULT_AGENT:
+            # 0.3 requests cannot name an agent: the 0.3 service serves the default one.
+            card.supported_interfaces.add(
+                url=grpc_address(base_url), protocol_binding="GRPC", protocol_version="0.3"
+            )
 
 
 def build_capabilities(agent: Agent) -> pb.AgentCapabilities:

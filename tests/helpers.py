@@ -48,12 +48,31 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 9
     raise TimeoutError(f"{url} did not answer within {timeout}s")
 
 
+def wait_for_port(
+    address: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 90
+) -> None:
+    """Until something accepts connections at `host:port` (a gRPC server, say)."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{address} did not accept connections within {timeout}s")
+
+
 def embedded_env(data_dir: Path) -> dict[str, str]:
     removed = {
         "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PUBLIC_BASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE",
     }  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in removed}
     env |= {"DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"}
+    # runhub serves gRPC too: on a port of its own, never another hub's default one.
+    env["GRPC_PORT"] = str(free_port())
     return env
 
 

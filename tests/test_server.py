@@ -10,14 +10,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import SendMessageRequest, TaskState
 
 from a2ahub.daphne import LISTEN_BACKLOG
-from tests.helpers import ROOT, embedded_env, free_port, manage, wait_for_http
+from tests.factories.messages import user_message
+from tests.helpers import ROOT, embedded_env, free_port, manage, wait_for_http, wait_for_port
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +60,33 @@ def test_the_served_echo_card_is_read_by_the_official_resolver(
     jsonrpc = [i for i in interfaces if i.protocol_binding == "JSONRPC"]
     assert jsonrpc[0].url == f"{base}/agents/echo/jsonrpc/"
     assert card.name == "Echo"  # type: ignore[attr-defined]
+
+
+def test_the_embedded_hub_serves_grpc_inside_its_web_process(
+    running_hub: tuple[str, str],
+) -> None:
+    """Embedded, the one web process serves gRPC too: a stream of a turn it runs needs its
+    in-memory events. The official client finds the service on the card."""
+    base, _ = running_hub
+
+    async def scenario() -> list[Any]:
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, f"{base}/agents/echo").get_agent_card()
+        listed = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+        assert [(i.url.rsplit(":", 1)[0], i.tenant) for i in listed] == [("127.0.0.1", "echo")]
+        wait_for_port(listed[0].url)
+        config = ClientConfig(supported_protocol_bindings=["GRPC"], streaming=True,
+                              grpc_channel_factory=grpc.aio.insecure_channel)  # fmt: skip
+        client = ClientFactory(config).create(card)
+        try:
+            request = SendMessageRequest(message=user_message("embedded gRPC"))
+            return [event async for event in client.send_message(request)]
+        finally:
+            await client.close()
+
+    events = asyncio.run(scenario())
+    assert events[0].WhichOneof("payload") == "task"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 def test_the_operator_signs_in_to_the_admin(running_hub: tuple[str, str]) -> None:

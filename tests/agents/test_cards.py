@@ -68,6 +68,7 @@ def test_default_card_is_read_by_both_versions(
         ("HTTP+JSON", "0.3", "http://testserver/agents/alpha/rest/", ""),
         ("JSONRPC", "1.0", "http://testserver/a2a/jsonrpc/", "alpha"),
         ("HTTP+JSON", "1.0", "http://testserver/a2a/rest/", "alpha"),
+        ("GRPC", "1.0", "testserver:50051", "alpha"),
     ]
 
 
@@ -117,7 +118,8 @@ def test_urls_are_absolute_from_the_request_host(agent_factory: Any, client: Cli
     agent_factory("hosty")
     document = get_card(client, "hosty", host="localhost:9000").json()
     assert document["url"] == "http://localhost:9000/agents/hosty/jsonrpc/"
-    assert all(i["url"].endswith("/") for i in document["supportedInterfaces"])
+    http = [i for i in document["supportedInterfaces"] if i["protocolBinding"] != "GRPC"]
+    assert all(i["url"].endswith("/") for i in http)
 
 
 def test_urls_use_the_public_base_url_when_configured(
@@ -131,7 +133,46 @@ def test_urls_use_the_public_base_url_when_configured(
         "https://hub.example.com/agents/public/rest/",
         "https://hub.example.com/a2a/jsonrpc/",
         "https://hub.example.com/a2a/rest/",
+        "hub.example.com:50051",
     }
+
+
+def test_the_10_card_lists_the_grpc_service_naming_the_agent_by_tenant(
+    agent_factory: Any, client: Client, settings: Any
+) -> None:
+    settings.GRPC_PORT = 50061
+    agent_factory("rpc")
+    pure = get_card(client, "rpc", A2A_Version="1.0").json()
+    grpc = [i for i in pure["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert grpc == [{"url": "testserver:50061", "protocolBinding": "GRPC",
+                     "tenant": "rpc", "protocolVersion": "1.0"}]  # fmt: skip
+    # 0.3 requests cannot name an agent: only the default agent offers 0.3 gRPC.
+    union = get_card(client, "rpc").json()
+    assert all(i["transport"] != "GRPC" for i in union.get("additionalInterfaces", []))
+
+
+def test_the_default_agents_card_alone_offers_03_clients_the_grpc_service(
+    agent_factory: Any, client: Client, settings: Any
+) -> None:
+    settings.HUB_DEFAULT_AGENT = "home"
+    agent_factory("home")
+    union = get_card(client, "home").json()
+    assert {"transport": "GRPC", "url": "testserver:50051"} in union["additionalInterfaces"]
+    pure = get_card(client, "home", A2A_Version="1.0").json()
+    grpc = [i for i in pure["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert [(i["protocolVersion"], i.get("tenant")) for i in grpc] == [
+        ("1.0", "home"),
+        ("0.3", None),
+    ]
+
+
+def test_no_grpc_interface_when_grpc_is_off(
+    agent_factory: Any, client: Client, settings: Any
+) -> None:
+    settings.GRPC_PORT = 0
+    agent_factory("norpc")
+    pure = get_card(client, "norpc", A2A_Version="1.0").json()
+    assert {i["protocolBinding"] for i in pure["supportedInterfaces"]} == {"JSONRPC", "HTTP+JSON"}
 
 
 def test_card_answers_if_none_match_with_304(agent_factory: Any, client: Client) -> None:

@@ -15,8 +15,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
+import grpc
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.interceptors import ClientCallInterceptor
 from a2a.types import (
     GetTaskRequest,
     Message,
@@ -48,6 +50,9 @@ DOORS = [
     Door("1.0"), Door("0.3"), Door("1.0", "HTTP+JSON"), Door("0.3", "HTTP+JSON"),
     Door("1.0", shared=True), Door("1.0", "HTTP+JSON", shared=True),
 ]  # fmt: skip
+# The gRPC service, one for every agent, named by `tenant` (`headers` reach the card only:
+# gRPC credentials travel as metadata, the call context's service parameters).
+GRPC = Door("1.0", "GRPC", shared=True)
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_CANCELED,
@@ -65,6 +70,7 @@ async def a2a_client(
     shared: bool = False,
     streaming: bool = False,
     headers: dict[str, str] | None = None,
+    interceptors: list[ClientCallInterceptor] | None = None,
 ) -> AsyncIterator[Client]:
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT, headers=headers) as http:
         # Every card is signed: the SDK's verifier checks it with the keys its `jku` names.
@@ -89,9 +95,10 @@ async def a2a_client(
         del card.supported_interfaces[:]
         card.supported_interfaces.extend(pinned)
         config = ClientConfig(
-            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding]
-        )
-        client = ClientFactory(config).create(card)
+            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
+            grpc_channel_factory=grpc.aio.insecure_channel,
+        )  # fmt: skip
+        client = ClientFactory(config).create(card, interceptors)
         try:
             yield client
         finally:

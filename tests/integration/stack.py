@@ -1,8 +1,8 @@
 """The distributed hub as real processes: how to start, watch, and stop them.
 
-A fresh PostgreSQL database, a Redis database this session claims, two daphne web processes
-two Celery workers and Celery beat, all configured from the environment as an operator would. Each
-process writes to its own log file in the session's temporary directory.
+A fresh PostgreSQL database, a Redis database this session claims, two daphne web processes,
+a gRPC process, two Celery workers and Celery beat, all configured from the environment as an
+operator would. Each process writes to its own log file in the session's temporary directory.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import redis
 
-from tests.helpers import ROOT, free_port, wait_for_http
+from tests.helpers import ROOT, free_port, wait_for_http, wait_for_port
 
 # Redis databases this suite may take; each session claims one, so its broker queue never
 # mixes with a developer's hub or with another run of this suite.
@@ -98,6 +98,7 @@ class Hub:
     logs: Path
     web_a: str = ""
     web_b: str = ""
+    grpc: str = ""  # `host:port` of its gRPC process, when one was started
     more_web: list[str] = field(default_factory=list)  # web processes a test added
     processes: list[Process] = field(default_factory=list)
 
@@ -119,6 +120,11 @@ class Hub:
         port = free_port()
         command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
         return self.spawn(name, [*command, "a2ahub.asgi:application"]), f"http://127.0.0.1:{port}"
+
+    def start_grpc(self, name: str = "grpc") -> tuple[Process, str]:
+        """`manage.py rungrpc` on the hub's GRPC_PORT, which its cards list."""
+        command = [sys.executable, "manage.py", "rungrpc", "--host", "127.0.0.1"]
+        return self.spawn(name, command), f"127.0.0.1:{self.env['GRPC_PORT']}"
 
     def start_worker(self, name: str) -> Process:
         command = [
@@ -204,6 +210,8 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         # The audit log's counts reach the database within a second or two, not a minute.
         "AUDIT_FLUSH_SECONDS": "1",
         "A2A_BLOCKING_TIMEOUT_SECONDS": "30",
+        # Each hub's own: the cards of its web processes list it for its gRPC process.
+        "GRPC_PORT": str(free_port()),
         "PYTHONUNBUFFERED": "1",
     }
 
@@ -284,11 +292,13 @@ def start_all(running: Hub) -> Hub:
     """Start every process at once, then wait for each to answer."""
     web_a, running.web_a = running.start_web("web-a")
     web_b, running.web_b = running.start_web("web-b")
+    grpc, running.grpc = running.start_grpc()
     workers = [running.start_worker("worker1"), running.start_worker("worker2")]
     running.start_beat()
     try:
         for process, base in ((web_a, running.web_a), (web_b, running.web_b)):
             wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)
+        wait_for_port(running.grpc, grpc.popen)
         for worker in workers:
             running.wait_for_worker(worker)
     except (RuntimeError, TimeoutError) as exc:

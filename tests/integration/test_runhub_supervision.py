@@ -1,8 +1,8 @@
 """`runhub` keeps what it starts running, and a dead process's turns are recovered in seconds.
 
-One `manage.py runhub --workers 2` for the module, as an operator runs it: daphne, two Celery
-workers and beat, on a Redis of the module's own (stopped and started again empty) and a
-database of its own, with the production timings (TASK_HEARTBEAT_SECONDS 2: a process silent
+One `manage.py runhub --workers 2` for the module, as an operator runs it: daphne, rungrpc,
+two Celery workers and beat, on a Redis of the module's own (stopped and started again empty)
+and a database of its own, with the production timings (TASK_HEARTBEAT_SECONDS 2: a process silent
 for three beats is gone). The tests kill its children with SIGKILL, as a crash would, and find
 them, as an operator would, in the hub's own process list.
 """
@@ -83,6 +83,8 @@ def hub(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) ->
         wait_for_http(f"{running.web_a}/healthz", runhub.popen, timeout=60)
         assert eventually(lambda: len(listed(private_redis, "worker")) == WORKERS, timeout=60)
         assert eventually(lambda: len(listed(private_redis, "beat")) == 1, timeout=30)
+        # Distributed, runhub serves gRPC from a process of its own, listed as alive.
+        assert eventually(lambda: len(listed(private_redis, "grpc")) == 1, timeout=30)
         yield running
     finally:
         running.stop()

@@ -1,10 +1,11 @@
-"""The official a2a-sdk client, through every door (both protocol versions, both bindings, the
-agent's own URLs and the shared ones routed by `tenant`), against the distributed hub: the
+"""The official a2a-sdk client, through every door (both protocol versions, the three bindings,
+the agent's own URLs and the shared ones routed by `tenant`), against the distributed hub: the
 same scenarios give the same outcomes on each.
 
-Every test sends through web process A and reads or cancels through web process B: tasks live
-in PostgreSQL, their events cross between processes through Redis, and worker-mode turns run
-on a Celery worker.
+Every test sends through web process A and reads or cancels through web process B (over gRPC,
+both go to the hub's gRPC process, whose address the cards of either list): tasks live in
+PostgreSQL, their events cross between processes through Redis, and worker-mode turns run on a
+Celery worker.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from a2a.utils.errors import TaskNotCancelableError
 from tests.factories.messages import user_message
 from tests.integration.clients import (
     DOORS,
+    GRPC,
     TERMINAL,
     Door,
     a2a_client,
@@ -30,7 +32,9 @@ from tests.integration.clients import (
 from tests.integration.stack import Hub
 
 pytestmark = pytest.mark.integration
-every_door = pytest.mark.parametrize("door", DOORS, ids=str)
+# The gRPC service too: the same scenarios through the hub's gRPC process.
+EVERY_DOOR = [*DOORS, GRPC]
+every_door = pytest.mark.parametrize("door", EVERY_DOOR, ids=str)
 
 
 @every_door
@@ -62,7 +66,7 @@ def test_a_task_sent_through_one_web_process_is_read_through_the_other(
 
 
 # ListTasks is 1.0 only: 0.3 has no such method.
-@pytest.mark.parametrize("door", [d for d in DOORS if d.version == "1.0"], ids=str)
+@pytest.mark.parametrize("door", [d for d in EVERY_DOOR if d.version == "1.0"], ids=str)
 def test_tasks_sent_through_one_web_process_are_listed_newest_first_by_the_other(
     hub: Hub, door: Door
 ) -> None:

@@ -1,16 +1,25 @@
 """Serve the hub: daphne on HOST:PORT, plus Celery worker processes and Celery beat (the
 periodic jobs: recovery, the push sweep) when REDIS_URL is set. Each is started again when
-it dies (`a2ahub.supervisor`); SIGTERM or SIGINT stops them all."""
+it dies (`a2ahub.supervisor`); SIGTERM or SIGINT stops them all.
+
+gRPC on GRPC_PORT (unless 0): distributed, a `rungrpc` process beside daphne; embedded,
+inside daphne (`GRPC_IN_WEB`), since an embedded hub's task events live in that one
+process's memory."""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from a2ahub.supervisor import Child, Supervisor
+
+# Read by `a2ahub.asgi`: the web process serves gRPC on its own event loop.
+GRPC_IN_WEB = "A2AHUB_GRPC_IN_WEB"
 
 
 class Command(BaseCommand):
@@ -27,11 +36,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         children = [Child("web", self.daphne_command(options["host"], options["port"]))]
+        if settings.GRPC_PORT and settings.EMBEDDED:
+            os.environ[GRPC_IN_WEB] = "1"  # the web child inherits it
+        elif settings.GRPC_PORT:
+            children.append(Child("grpc", self.grpc_command(options["host"])))
         if not settings.EMBEDDED:
             children += self.workers(options["workers"])
             if options["beat"]:
                 children.append(Child("beat", self.beat_command()))
         self.stdout.write(f"A2A Hub on http://{options['host']}:{options['port']}/")
+        if settings.GRPC_PORT:
+            self.stdout.write(f"A2A gRPC on {options['host']}:{settings.GRPC_PORT}")
         sys.exit(Supervisor(children).run())
 
     def daphne_command(self, host: str, port: int) -> list[str]:
@@ -45,6 +60,10 @@ class Command(BaseCommand):
             str(port),
             "a2ahub.asgi:application",
         ]
+
+    def grpc_command(self, host: str) -> list[str]:
+        manage = Path(settings.BASE_DIR) / "manage.py"
+        return [sys.executable, str(manage), "rungrpc", "--host", host]
 
     def beat_command(self) -> list[str]:
         return [sys.executable, "-m", "celery", "-A", "a2ahub", "beat", "-l", "INFO"]

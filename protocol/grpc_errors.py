@@ -1,0 +1,116 @@
+"""A2A errors as gRPC statuses (v1.0.1 §10): the status code of the SDK's error table, and a
+`google.rpc.Status` in the `grpc-status-details-bin` trailer whose details are the same
+ErrorInfo (reason, domain `a2a-protocol.org`, metadata) and BadRequest the other bindings
+send, so the SDK's gRPC client raises the same typed error it raises over JSON-RPC.
+
+Refusals before the protocol (no credential, not allowed, over a limit) have no A2A error of
+their own: UNAUTHENTICATED, PERMISSION_DENIED and RESOURCE_EXHAUSTED, with the challenge
+and the wait in trailers as HTTP's headers would carry them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from a2a.utils.error_handlers import A2A_DOMAIN, build_error_details
+from a2a.utils.errors import A2A_ERROR_MAPPING
+from a2a.utils.grpc_status import status_to_grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.json_format import ParseDict
+from google.rpc import error_details_pb2, status_pb2
+
+from a2ahub.errors import A2AError, AccessDenied, AuthenticationRequired
+
+# The hop limit is an invalid request in JSON-RPC and HTTP+JSON, but over gRPC the request is
+# well formed and refused for where it has been (docs PROTOCOL.md §12).
+HOP_LIMIT = "HOP_LIMIT"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A status to end a call with: its code, message, and trailing metadata (the status's
+    details, a challenge)."""
+
+    code: grpc.StatusCode
+    message: str
+    trailers: tuple[tuple[str, str | bytes], ...] = ()
+
+
+def code_of(error: A2AError) -> grpc.StatusCode:
+    data = error.data if isinstance(error.data, dict) else {}
+    if data.get("reason") == HOP_LIMIT:
+        return grpc.StatusCode.FAILED_PRECONDITION
+    mapping = A2A_ERROR_MAPPING.get(type(error))
+    return grpc.StatusCode[mapping.grpc_status] if mapping else grpc.StatusCode.INTERNAL
+
+
+def text_metadata(metadata: dict[str, Any]) -> dict[str, str]:
+    """ErrorInfo's metadata is a map of strings: other values go as their JSON."""
+    return {
+        str(key): value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for key, value in metadata.items()
+    }
+
+
+def detail_of(detail: dict[str, Any]) -> any_pb2.Any:
+    if "metadata" in detail:
+        detail = {**detail, "metadata": text_metadata(detail["metadata"])}
+    packed = any_pb2.Any()
+    ParseDict(detail, packed)
+    return packed
+
+
+def refusal_of(
+    error: A2AError, extra: tuple[Any, ...] = (), code: grpc.StatusCode | None = None
+) -> Refusal:
+    """The status of an A2A error: the details the SDK builds for every binding, and any
+    `extra` detail messages (a RetryInfo)."""
+    chosen = code or code_of(error)
+    status = status_pb2.Status(code=chosen.value[0], message=error.message)
+    status.details.extend(detail_of(detail) for detail in build_error_details(error))
+    for message in extra:
+        packed = status.details.add()
+        packed.Pack(message)
+    rich = status_to_grpc(status)
+    return Refusal(rich.code, rich.details, tuple(rich.trailing_metadata))
+
+
+def plain_refusal(code: grpc.StatusCode, reason: str, message: str, challenge: str) -> Refusal:
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=A2A_DOMAIN)
+    status = status_pb2.Status(code=code.value[0], message=message)
+    status.details.add().Pack(info)
+    rich = status_to_grpc(status)
+    trailers: tuple[tuple[str, str | bytes], ...] = tuple(rich.trailing_metadata)
+    if challenge:
+        trailers += (("www-authenticate", challenge),)
+    return Refusal(rich.code, rich.details, trailers)
+
+
+def unauthenticated(exc: AuthenticationRequired) -> Refusal:
+    return plain_refusal(
+        grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", exc.message, exc.challenge
+    )
+
+
+def permission_denied(exc: AccessDenied) -> Refusal:
+    return plain_refusal(
+        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", exc.message, exc.challenge
+    )
+
+
+def over_limit(error: A2AError, retry_after: int | None) -> Refusal:
+    """A limit (rate, concurrency, size): RESOURCE_EXHAUSTED, with a RetryInfo saying when to
+    try again where HTTP would send Retry-After."""
+    extra: tuple[Any, ...] = ()
+    if retry_after is not None:
+        delay = duration_pb2.Duration(seconds=retry_after)
+        extra = (error_details_pb2.RetryInfo(retry_delay=delay),)
+    refusal = refusal_of(error, extra, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    if retry_after is None:
+        return refusal
+    return Refusal(
+        refusal.code, refusal.message, (*refusal.trailers, ("retry-after", str(retry_after)))
+    )
