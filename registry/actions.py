@@ -158,9 +158,10 @@ def renew(registration: Registration, caller: Caller, ttl: Any = None) -> Regist
     check_manager(registration, caller)
     seconds = ttl_of(ttl, registration.ttl_seconds)
     changed = recheck_card(registration) if registration.card_url else None
+    # Judged (its signature's keys fetched) before the transaction, which holds no wait.
+    skills = fill(registration.agent, changed) if changed is not None else []
     with transaction.atomic():
         if changed is not None:
-            skills = fill(registration.agent, changed)
             describe(registration, changed)
             replace_skills(registration.agent, skills)
         renew_rows(registration, seconds)

@@ -130,3 +130,10 @@ def test_a_resync_to_an_unsigned_card_is_refused_when_signatures_are_required(
     assert "Nothing was changed" in page and "the card is not signed" in page
     agent = Agent.objects.get(slug="words")
     assert agent.card_signature == "verified" and agent.description != "Changed, unsigned."
+
+
+def test_the_agents_page_shows_the_cards_signature(dev_client: Client, publisher: Site) -> None:
+    import_card(dev_client, publisher.serve(CARD_PATH, signed(CARD_V1, STRANGER)))
+    page = dev_client.get(reverse("developers:agent", kwargs={"slug": "words"})).content.decode()
+    assert "Card signature" in page and "invalid" in page
+    assert "no key at" in page and "stranger-1" in page

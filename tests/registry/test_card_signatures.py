@@ -158,3 +158,25 @@ def test_the_admin_shows_the_signature_of_each_registration(
     assert "invalid" in listing
     agents = operator_client.get("/admin/agents/agent/?card_signature=invalid").content.decode()
     assert "translator" in agents
+
+
+def test_a_heartbeat_that_finds_the_card_changed_checks_it_again(
+    owner: Registrar, publisher: Site, anonymous: Registrar
+) -> None:
+    url = publisher.serve("/.well-known/agent-card.json", signed(CARD_V1, PUBLISHER))
+    owner.register({"cardUrl": url})
+    publisher.serve("/.well-known/agent-card.json", tampered(signed(CARD_V1, PUBLISHER)))
+    assert owner.heartbeat("translator").status_code == 200
+    assert anonymous.get("translator").json()["cardSignature"]["status"] == "invalid"
+
+
+def test_a_heartbeat_that_finds_an_unsigned_card_is_refused_when_signatures_are_required(
+    owner: Registrar, publisher: Site, settings: Any
+) -> None:
+    url = publisher.serve("/.well-known/agent-card.json", signed(CARD_V1, PUBLISHER))
+    owner.register({"cardUrl": url})
+    settings.CARD_SIGNATURES_REQUIRED = True
+    publisher.serve("/.well-known/agent-card.json", CARD_V1 | {"version": "2.1.0"})
+    response = owner.heartbeat("translator")
+    assert response.status_code == 400 and response.json()["error"]["field"] == "signatures"
+    assert Agent.objects.get(slug="translator").version == "2.0.0"
