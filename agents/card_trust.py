@@ -35,6 +35,8 @@ ALGORITHMS = ["ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS
 JWKS_PATH = "/.well-known/jwks.json"
 JWKS_TIMEOUT = 10.0
 MAX_JWKS_BYTES = 64 * 1024
+# Key sets read for one card at most: a card with many signatures cannot make many requests.
+MAX_JWKS_READS = 3
 REASON_LENGTH = 500
 # The Agent fields a check writes (the entrances save them with the card's own fields).
 TRUST_FIELDS = ["card_signature", "card_signature_kid", "card_signature_key_source",
@@ -92,7 +94,7 @@ class _Keys:
     def hand_out(self, jwk: dict[str, Any], kid: str, source: str) -> PyJWK:
         try:
             key = PyJWK(jwk)
-        except PyJWTError as exc:
+        except (PyJWTError, ValueError, TypeError, KeyError) as exc:
             raise self.missing(f"the key {kid!r} ({source}) cannot be used: {exc}") from None
         self.tried = (kid, source)
         return key
@@ -124,6 +126,10 @@ class _Keys:
         return jku
 
     def read_jwks(self, url: str) -> dict[str, dict[str, Any]]:
+        if url not in self.jwks and len(self.jwks) >= MAX_JWKS_READS:
+            raise self.missing(
+                f"the card names more than {MAX_JWKS_READS} key sets; {url} is not read"
+            )
         if url not in self.jwks:
             try:
                 self.jwks[url] = fetch_jwks(url)

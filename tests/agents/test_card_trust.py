@@ -171,3 +171,21 @@ def test_a_private_key_among_the_trusted_ones_stops_start_up(
     monkeypatch.setenv("TRUSTED_CARD_KEYS", json.dumps({"keys": [private]}))
     with pytest.raises(ImproperlyConfigured, match="private"):
         env_jwks("TRUSTED_CARD_KEYS")
+
+
+def test_a_broken_key_at_the_origin_makes_the_card_invalid_not_an_error(publisher: Site) -> None:
+    broken = PUBLISHER.public | {"x": "not base64 at all!"}
+    publisher.serve("/.well-known/jwks.json", {"keys": [broken]})
+    trust = check(signed(CARD_V1, PUBLISHER), publisher)
+    assert trust.status == "invalid" and "cannot be used" in trust.reason
+
+
+def test_a_card_with_many_signatures_makes_few_requests(publisher: Site) -> None:
+    document = signed(CARD_V1, PUBLISHER)
+    for n in range(5):
+        jku = publisher.url(f"/keys-{n}.json")
+        document["signatures"] += signed(CARD_V1, STRANGER, jku=jku)["signatures"]
+    document["signatures"].reverse()  # the good one last
+    trust = check(document, publisher)
+    assert len(publisher.asked) == card_trust.MAX_JWKS_READS
+    assert trust.status == "invalid" and "is not read" in trust.reason
