@@ -95,6 +95,9 @@ class AgentForm(forms.ModelForm):
     )
     executor_settings = ExecutorSettingsField(required=False, label="Settings")
 
+    # Off for the live preview: it judges the form at each change and must not fetch cards.
+    checks_remote_card = True
+
     class Meta:
         model = Agent
         formfield_callback = limited_formfield
@@ -205,12 +208,14 @@ class AgentForm(forms.ModelForm):
 
     def check_card_signature(self, agent: Agent) -> None:
         """A kind that fronts a remote card (a2a-remote) has its signature checked when the
-        agent is saved with a new card URL, or with one never checked, or one not verified
-        while signatures are required. Each turn reads the card again; this is the door."""
+        agent is saved with a new card URL, or with one not verified while signatures are
+        required. Each turn reads the card again; saving is the door that is checked."""
+        if not self.checks_remote_card:
+            return
         settings = agent.executor_settings or {}
         stored = self.stored_settings if agent.executor_kind == self.stored_kind else {}
         unchanged = agent.pk is not None and settings.get("card_url") == stored.get("card_url")
-        if unchanged and agent.card_signature and not card_trust.must_check_again(agent):
+        if unchanged and not card_trust.must_check_again(agent):
             return
         trust = kinds.check_card(agent.executor_kind, settings)
         if trust is None:

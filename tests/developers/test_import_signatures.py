@@ -2,9 +2,13 @@
 is verified, by which key and from where, or why not; with CARD_SIGNATURES_REQUIRED the
 import page refuses unsigned and invalid cards with a form error that says why.
 
+The developer pages' agent form checks an `a2a-remote` agent's card on save too, while its
+live preview, which judges the form at each change, reads no card.
+
 The publisher is a 127.0.0.1 site serving its card and its JWKS.
 
-Personas: `dev_client` (tests/developers/conftest.py) imports and re-syncs its agents.
+Personas: `dev_client` (tests/developers/conftest.py) imports, re-syncs and registers its
+agents.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.models import Agent
+from tests.developers.test_settings_forms import page_data
 from tests.factories.signed_cards import Site, make_key, signed, site, tampered
 from tests.registry.conftest import CARD_V1
 
@@ -137,3 +142,24 @@ def test_the_agents_page_shows_the_cards_signature(dev_client: Client, publisher
     page = dev_client.get(reverse("developers:agent", kwargs={"slug": "words"})).content.decode()
     assert "Card signature" in page and "invalid" in page
     assert "no key at" in page and "stranger-1" in page
+
+
+def test_an_agent_registered_on_the_developer_pages_has_its_remote_card_checked(
+    dev_client: Client, publisher: Site, settings: Any
+) -> None:
+    url = publisher.serve(CARD_PATH, signed(CARD_V1, STRANGER))
+    data = page_data("a2a-remote", {"card_url": url, "timeout": "60"})
+    settings.CARD_SIGNATURES_REQUIRED = True
+    response = dev_client.post(reverse("developers:agent-new"), data)
+    assert response.status_code == 400
+    assert "'stranger-1'" in " ".join(response.context["form"].errors["executor_settings"])
+    settings.CARD_SIGNATURES_REQUIRED = False
+    assert dev_client.post(reverse("developers:agent-new"), data).status_code == 302
+    assert Agent.objects.get(slug="weather").card_signature == "invalid"
+
+
+def test_the_live_preview_reads_no_card(dev_client: Client, publisher: Site) -> None:
+    url = publisher.serve(CARD_PATH, signed(CARD_V1, PUBLISHER))
+    data = page_data("a2a-remote", {"card_url": url, "timeout": "60"})
+    assert dev_client.post(reverse("developers:preview-new"), data).json()["ok"]
+    assert publisher.asked == []
