@@ -8,6 +8,7 @@ worker); `DATABASE_URL` and `REDIS_URL` turn it into a distributed deployment.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import secrets
 import warnings
@@ -92,6 +93,33 @@ def env_url(name: str, schemes: set[str], allow_path: bool = True) -> str:
     if not allow_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
         raise ImproperlyConfigured(f"{name} must not have a path, query or fragment: {raw!r}")
     return raw
+
+
+def env_jwks(name: str) -> list[dict[str, object]]:
+    """Public keys as a JWKS (RFC 7517): the JSON itself, or the path of a file holding it.
+    Each key needs a `kid` (signatures name their key by it); a private key is refused."""
+    raw = env_str(name)
+    if not raw:
+        return []
+    text = raw
+    if not raw.startswith("{"):
+        try:
+            text = Path(raw).read_text()
+        except OSError as exc:
+            problem = f"{name}: cannot read the JWKS file {raw!r}: {exc}"
+            raise ImproperlyConfigured(problem) from None
+    try:
+        keys = json.loads(text).get("keys")
+    except (ValueError, AttributeError):
+        raise ImproperlyConfigured(f'{name} must be a JWKS: {{"keys": [...]}}') from None
+    if not isinstance(keys, list) or not all(isinstance(k, dict) for k in keys):
+        raise ImproperlyConfigured(f'{name} must be a JWKS: {{"keys": [...]}}')
+    for key in keys:
+        if not isinstance(key.get("kid"), str) or not key["kid"] or "kty" not in key:
+            raise ImproperlyConfigured(f"{name}: every key needs a kty and a kid")
+        if "d" in key:
+            raise ImproperlyConfigured(f"{name}: key {key['kid']!r} is private; list public keys")
+    return keys
 
 
 def data_dir() -> Path:
@@ -547,6 +575,12 @@ if REGISTRY_DEFAULT_TTL_SECONDS > REGISTRY_MAX_TTL_SECONDS:
         f"REGISTRY_DEFAULT_TTL_SECONDS ({REGISTRY_DEFAULT_TTL_SECONDS}) must not be over "
         f"REGISTRY_MAX_TTL_SECONDS ({REGISTRY_MAX_TTL_SECONDS})"
     )
+
+# Cards that come in (registry, import, a2a-remote) are checked for a signature
+# (agents.card_trust): by a key listed here (a JWKS, or the path of a file holding one), or
+# by the JWKS at the card's own origin. Required: unsigned or invalid cards are refused.
+TRUSTED_CARD_KEYS = env_jwks("TRUSTED_CARD_KEYS")
+CARD_SIGNATURES_REQUIRED = env_bool("CARD_SIGNATURES_REQUIRED", False)
 
 # Retention (tasks.retention, push.retention): finished rows are deleted in the background,
 # in short batches. 0 keeps them forever. Tasks are the callers' data, so keeping them is

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 
 from a2ahub.admin_columns import shorten
 from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
+from agents.card_trust import TRUST_FIELDS
 from agents.forms import AgentForm, ApiKeyForm, LimitedJSONField, SkillForm, SkillFormSet
 from agents.lookup import forget_agents
 from agents.models import AccessVia, Agent, ApiKey, Skill
@@ -61,11 +62,12 @@ class AgentAdmin(admin.ModelAdmin):
         "streaming",
         "push_notifications",
         "skill_count",
+        "card_signature",
         "limit_hits",
         "updated_at",
     ]
     list_filter = [
-        "enabled", "public", "access", "oauth2", "executor_kind", "streaming",
+        "enabled", "public", "access", "oauth2", "executor_kind", "card_signature", "streaming",
         "push_notifications",
     ]  # fmt: skip
     search_fields = ["slug", "name", "description", "skills__name", "skills__skill_id"]
@@ -75,6 +77,7 @@ class AgentAdmin(admin.ModelAdmin):
         "limit_hits",
         "last_limit_hit",
         "last_limit_hit_at",
+        *TRUST_FIELDS,
     ]
     actions = ["enable_agents", "disable_agents"]
     # One-line search boxes, not three tall pick-lists; shown only with access "listed".
@@ -93,6 +96,16 @@ class AgentAdmin(admin.ModelAdmin):
             },
         ),
         ("Executor", {"fields": [("executor_kind", "execution_mode"), "executor_settings"]}),
+        (
+            "Remote card's signature (checked when the card came in)",
+            {
+                "fields": [
+                    ("card_signature", "card_checked_at"),
+                    ("card_signature_kid", "card_signature_key_source"),
+                    "card_signature_reason",
+                ]
+            },
+        ),
         (
             "Who may call it",
             {

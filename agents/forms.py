@@ -12,7 +12,7 @@ from django.db import models
 from django.forms.models import construct_instance
 
 from a2ahub import nesting
-from agents import kinds
+from agents import card_trust, kinds
 from agents.cards import validate_agent_card
 from agents.inputs import (
     ExecutorSettingsField,
@@ -94,6 +94,9 @@ class AgentForm(forms.ModelForm):
         "the card asks for no credential.",
     )
     executor_settings = ExecutorSettingsField(required=False, label="Settings")
+
+    # Off for the live preview: it judges the form at each change and must not fetch cards.
+    checks_remote_card = True
 
     class Meta:
         model = Agent
@@ -187,6 +190,8 @@ class AgentForm(forms.ModelForm):
             validate_executor_settings(agent.executor_kind, agent.executor_settings or {})
         except ValidationError as exc:
             self.add_error("executor_settings", exc)
+        else:
+            self.check_card_signature(agent)
         try:
             validate_security_requirements_reference(
                 agent.security_requirements, agent.security_schemes
@@ -200,6 +205,27 @@ class AgentForm(forms.ModelForm):
         except ValidationError as exc:
             self.add_card_errors(exc)
         return cleaned
+
+    def check_card_signature(self, agent: Agent) -> None:
+        """A kind that fronts a remote card (a2a-remote) has its signature checked when the
+        agent is saved with a new card URL, or with one not verified while signatures are
+        required. Each turn reads the card again; saving is the door that is checked."""
+        if not self.checks_remote_card:
+            return
+        settings = agent.executor_settings or {}
+        stored = self.stored_settings if agent.executor_kind == self.stored_kind else {}
+        unchanged = agent.pk is not None and settings.get("card_url") == stored.get("card_url")
+        if unchanged and not card_trust.must_check_again(agent):
+            return
+        trust = kinds.check_card(agent.executor_kind, settings)
+        if trust is None:
+            return
+        try:
+            card_trust.require(trust)
+        except card_trust.UntrustedCard as exc:
+            self.add_error("executor_settings", str(exc))
+            return
+        card_trust.record(agent, trust)
 
     def add_card_errors(self, exc: ValidationError) -> None:
         if not hasattr(exc, "error_dict"):

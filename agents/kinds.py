@@ -64,6 +64,15 @@ def check_settings(kind: str, executor_settings: dict[str, Any]) -> None:
         check(executor_settings)
 
 
+def check_card(kind: str, executor_settings: dict[str, Any]) -> Any:
+    """The signature check of the remote card a kind's settings name (`agents.card_trust`'s
+    CardTrust), or None for a kind (or settings) without one."""
+    if kind not in settings.EXECUTOR_KINDS:
+        return None
+    check = getattr(executor_class(kind), "check_card", None)
+    return None if check is None else check(executor_settings)
+
+
 def settings_forms() -> dict[str, Any]:
     """Each kind's settings form (fields instead of raw JSON), from `EXECUTOR_SETTINGS_FORMS`:
     the forms live with the executors, which the catalog does not import."""

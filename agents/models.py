@@ -40,6 +40,21 @@ def default_modes() -> list[str]:
     return ["text/plain"]
 
 
+class CardSignature(models.TextChoices):
+    """What the hub found when a remote card came in (`agents.card_trust`)."""
+
+    NOT_CHECKED = "", "not checked"
+    VERIFIED = "verified", "verified"
+    UNSIGNED = "unsigned", "unsigned"
+    INVALID = "invalid", "invalid"
+
+
+class CardKeySource(models.TextChoices):
+    NONE = "", "none"
+    TRUSTED = "trusted", "a key the operator trusts (TRUSTED_CARD_KEYS)"
+    ORIGIN = "origin", "the JWKS at the card's own origin"
+
+
 class Access(models.TextChoices):
     """Who may call an agent (whatever credential they hold: an API key, a token, a session)."""
 
@@ -144,6 +159,19 @@ class Agent(models.Model):
     limit_hits = models.PositiveIntegerField(default=0, editable=False)
     last_limit_hit = models.CharField(max_length=300, blank=True, editable=False)
     last_limit_hit_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    # The signature of the remote card this agent was made from (imported, registered or
+    # `a2a-remote`); hosted agents' own cards are signed by the hub and not checked here.
+    card_signature = models.CharField(
+        max_length=10, choices=CardSignature.choices, blank=True, default="", editable=False,
+        help_text="Whether the remote card it was made from is signed by a key the hub trusts.",
+    )  # fmt: skip
+    card_signature_kid = models.CharField(max_length=200, blank=True, editable=False)
+    card_signature_key_source = models.CharField(
+        max_length=10, choices=CardKeySource.choices, blank=True, default="", editable=False
+    )
+    card_signature_reason = models.CharField(max_length=500, blank=True, editable=False)
+    card_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     enabled = models.BooleanField(default=True)
     public = models.BooleanField(default=True, help_text="Listed in the hub's catalog.")

@@ -63,10 +63,14 @@ DeveloperSkillFormSet = inlineformset_factory(
 )
 
 
-def bind_agent_forms(data: Any, agent: Agent | None) -> tuple[DeveloperAgentForm, SkillForms, bool]:
+def bind_agent_forms(
+    data: Any, agent: Agent | None, preview: bool = False
+) -> tuple[DeveloperAgentForm, SkillForms, bool]:
     """Both forms bound to `data` and whether both are valid; the formset judges the card
-    with the agent as the form left it (unsaved), as the admin does."""
+    with the agent as the form left it (unsaved), as the admin does. A preview does not read
+    a remote card to check its signature (saving does)."""
     form = DeveloperAgentForm(data, instance=agent)
+    form.checks_remote_card = not preview
     form_valid = form.is_valid()
     formset = DeveloperSkillFormSet(data, instance=form.instance, prefix="skills")
     formset_valid = formset.is_valid()

@@ -197,7 +197,7 @@ def preview_existing(request: HttpRequest, slug: str) -> JsonResponse:
 def preview(request: HttpRequest, agent: Agent | None) -> JsonResponse:
     """The union card the form would publish, or every error the form would show; nothing is
     saved (the forms only fill in unsaved instances)."""
-    form, formset, valid = bind_agent_forms(request.POST, agent)
+    form, formset, valid = bind_agent_forms(request.POST, agent, preview=True)
     if not valid:
         return JsonResponse({"ok": False, "errors": form_errors(form, formset)})
     card = cards.build_card(form.instance, public_base_url(request), skills=kept_skills(formset))

@@ -40,6 +40,8 @@ from django.core.exceptions import ValidationError
 from a2ahub import hops, outbound
 from a2ahub.errors import A2AError, InvalidAgentResponseError
 from a2ahub.outbound import UnsafeURL, check_url
+from agents.card_trust import CardTrust
+from executors import remote_cards
 from tasks.executor import Executor, RequestContext
 from tasks.models import TaskState
 from tasks.updater import TaskUpdater
@@ -202,8 +204,18 @@ def check_saved_url(where: str, url: str) -> None:
         ) from exc
 
 
+def check_remote_card(settings: dict[str, Any]) -> CardTrust | None:
+    """The signature of the card at the settings' card URL, read when the agent is saved (a
+    stored card was checked by the registry that stored it)."""
+    url = settings.get("card_url")
+    if stored_card(settings) or not isinstance(url, str) or not url:
+        return None
+    return remote_cards.fetch_trusted(url)[1]
+
+
 class RemoteAgentExecutor(Executor):
     check_settings = staticmethod(validate_remote_settings)
+    check_card = staticmethod(check_remote_card)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -29,6 +29,7 @@ from django.utils import timezone
 from google.protobuf.json_format import ParseError
 
 from a2ahub import nesting, outbound
+from agents import card_trust
 from agents.cards import validate_agent_card
 from agents.models import Agent, Skill, default_modes
 
@@ -215,10 +216,31 @@ def describe(exc: ValidationError) -> str:
 # -- importing and re-syncing ---------------------------------------------------------------
 
 
+def check_signature(agent: Agent, card: pb.AgentCard, origin_url: str) -> None:
+    """Note on `agent` whether the card is signed by a key the hub trusts; CardRejected when
+    CARD_SIGNATURES_REQUIRED is on and it is not."""
+    trust = card_trust.verify(card, origin_url)
+    try:
+        card_trust.require(trust)
+    except card_trust.UntrustedCard as exc:
+        raise CardRejected(str(exc)) from None
+    card_trust.record(agent, trust)
+
+
+def fetch_trusted(url: str) -> tuple[pb.AgentCard, card_trust.CardTrust]:
+    """The card at `url` and what its signature says (for `a2a-remote` agents on save)."""
+    try:
+        card = fetch_card(url).card
+    except CardRejected as exc:
+        return pb.AgentCard(), card_trust.unchecked(str(exc))
+    return card, card_trust.verify(card, url)
+
+
 def import_agent(url: str, slug: str, owner: Any) -> Agent:
     """A new `a2a-remote` agent owned by `owner`, made from the card at `url`."""
     remote = fetch_card(url)
     agent = Agent(slug=slug, owner=owner)
+    check_signature(agent, remote.card, url)
     skills = apply_card(agent, remote.card, url)
     with transaction.atomic():
         agent.save()
@@ -232,12 +254,14 @@ def resync_agent(agent: Agent) -> Agent:
     if not url:
         raise CardRejected("This agent does not front a remote card.")
     remote = fetch_card(url)
+    check_signature(agent, remote.card, url)
     skills = apply_card(agent, remote.card, url)
     with transaction.atomic():
         agent.skills.all().delete()
         save_skills(agent, skills)
         # Saved last: its post_save signal drops the cached agent with its old skills.
-        agent.save(update_fields=[*CARD_FIELDS, "executor_kind", "executor_settings", "updated_at"])
+        agent.save(update_fields=[*CARD_FIELDS, *card_trust.TRUST_FIELDS, "executor_kind",
+                                  "executor_settings", "updated_at"])  # fmt: skip
     return agent
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from a2ahub import outbound
+from agents import card_trust
 from agents.models import Agent, Skill, slug_validator
 from executors.remote_cards import CARD_FIELDS, REMOTE_KIND, CardRejected, apply_card, save_skills
 from registry.models import Health, Registration, index_of
@@ -157,9 +158,10 @@ def renew(registration: Registration, caller: Caller, ttl: Any = None) -> Regist
     check_manager(registration, caller)
     seconds = ttl_of(ttl, registration.ttl_seconds)
     changed = recheck_card(registration) if registration.card_url else None
+    # Judged (its signature's keys fetched) before the transaction, which holds no wait.
+    skills = fill(registration.agent, changed) if changed is not None else []
     with transaction.atomic():
         if changed is not None:
-            skills = fill(registration.agent, changed)
             describe(registration, changed)
             replace_skills(registration.agent, skills)
         renew_rows(registration, seconds)
@@ -188,10 +190,23 @@ def fill(agent: Agent, submission: Submission) -> list[Skill]:
         agent.executor_settings = {}
     else:
         agent.executor_settings = {"card": submission.document}
+    check_signature(agent, submission)
     try:
         return apply_card(agent, submission.card, submission.card_url)
     except CardRejected as exc:
         raise BadSubmission(str(exc), "card") from exc
+
+
+def check_signature(agent: Agent, submission: Submission) -> None:
+    """Note whether the card is signed by a key the hub trusts: its keys are looked for at
+    the card URL's origin, or for a card in the body, at its first interface's."""
+    origin = submission.card_url or next(iter(submission.interface_urls()), "")
+    trust = card_trust.verify(submission.card, origin)
+    try:
+        card_trust.require(trust)
+    except card_trust.UntrustedCard as exc:
+        raise BadSubmission(str(exc), "signatures") from None
+    card_trust.record(agent, trust)
 
 
 def describe(registration: Registration, submission: Submission) -> None:
@@ -213,8 +228,8 @@ def replace_skills(agent: Agent, skills: list[Skill]) -> None:
     save_skills(agent, skills)
     agent.enabled = True
     # Saved last: its post_save signal drops the cached agent with its old skills.
-    agent.save(update_fields=[*CARD_FIELDS, "executor_kind", "executor_settings", "enabled",
-                              "updated_at"])  # fmt: skip
+    agent.save(update_fields=[*CARD_FIELDS, *card_trust.TRUST_FIELDS, "executor_kind",
+                              "executor_settings", "enabled", "updated_at"])  # fmt: skip
 
 
 def renew_rows(registration: Registration, seconds: int) -> None:

@@ -36,14 +36,16 @@ class RegistrationAdmin(admin.ModelAdmin):
     list_display = (
         "agent", shorten("registration_id", "registration id", code=True),
         shorten("owner_principal", "owner principal"), "expires_at", "state", "health",
-        "checked_at", shorten("last_error", "last error"), "source",
+        "checked_at", shorten("last_error", "last error"), "source", "card_signature",
     )  # fmt: skip
-    list_filter = (ExpiryFilter, "health", "source")
+    list_filter = (ExpiryFilter, "health", "source", "agent__card_signature")
+    list_select_related = ("agent",)
     search_fields = ("agent__slug", "registration_id", "owner_principal")
     readonly_fields = (
         "agent", "registration_id", "owner_principal", "owner", "source", "protocol_version",
         "ttl_seconds", "expires_at", "renewed_at", "card_url", "card_etag", "category", "tags",
-        "health", "checked_at", "last_error", "created_at", "updated_at",
+        "health", "checked_at", "last_error", "card_signature", "card_signature_kid",
+        "card_signature_key_source", "card_signature_reason", "created_at", "updated_at",
     )  # fmt: skip
     actions = ["revoke"]
 
@@ -58,6 +60,23 @@ class RegistrationAdmin(admin.ModelAdmin):
     @admin.display(description="state")
     def state(self, registration: Registration) -> str:
         return "expired" if registration.is_expired() else "live"
+
+    # The card's signature is kept on the hosted agent, which every entrance of a card makes.
+    @admin.display(description="card signature", ordering="agent__card_signature")
+    def card_signature(self, registration: Registration) -> str:
+        return registration.agent.get_card_signature_display()
+
+    @admin.display(description="signing key id")
+    def card_signature_kid(self, registration: Registration) -> str:
+        return registration.agent.card_signature_kid
+
+    @admin.display(description="signing key from")
+    def card_signature_key_source(self, registration: Registration) -> str:
+        return registration.agent.get_card_signature_key_source_display()
+
+    @admin.display(description="why not verified")
+    def card_signature_reason(self, registration: Registration) -> str:
+        return registration.agent.card_signature_reason
 
     @admin.action(description="Revoke: remove the agents now", permissions=["delete"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[Registration]) -> None:

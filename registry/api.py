@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from a2ahub import nesting, numerals
-from agents import cards
+from agents import card_trust, cards
 from agents.scopes import REGISTRY
 from agents.views import public_base_url
 from registry import actions, errors, openapi, search
@@ -70,6 +70,7 @@ def entry(registration: Registration, base: str, full: bool = False) -> dict[str
         "tags": registration.tags,
         "category": registration.category,
         "skills": [{"id": s.skill_id, "name": s.name, "tags": s.tags} for s in agent.skills.all()],
+        "cardSignature": signature_of(agent),
     }
     if full:
         document |= {
@@ -81,8 +82,15 @@ def entry(registration: Registration, base: str, full: bool = False) -> dict[str
     return document
 
 
+def signature_of(agent: Any) -> dict[str, Any]:
+    """What the hub found when the card came in (`agents.card_trust`)."""
+    checked = iso(agent.card_checked_at) if agent.card_checked_at else None
+    return card_trust.recorded(agent).as_document() | {"checkedAt": checked}
+
+
 def receipt(registration: Registration, base: str) -> dict[str, Any]:
-    """Seed 003's answer to a registration (and to a heartbeat or an update)."""
+    """Seed 003's answer to a registration (and to a heartbeat or an update), with what the
+    hub found of the card's signature."""
     return {
         "status": "registered",
         "agentId": registration.agent.slug,
@@ -90,6 +98,7 @@ def receipt(registration: Registration, base: str) -> dict[str, Any]:
         "expiresAt": iso(registration.expires_at),
         "discoveryUrl": cards.card_url(base, registration.agent),
         "ttl": registration.ttl_seconds,
+        "cardSignature": signature_of(registration.agent),
     }
 
 

@@ -78,6 +78,19 @@ BY_URL = {
 }
 SUBMISSION = {"oneOf": [CARD_V1, CARD_V03, SEED, BY_URL]}
 
+CARD_SIGNATURE: dict[str, Any] = {
+    "type": "object",
+    "description": "Whether the card is signed by a key the hub trusts, checked when it came in.",
+    "required": ["status", "kid", "keySource", "reason", "checkedAt"],
+    "properties": {
+        "status": {"type": "string", "enum": ["verified", "unsigned", "invalid", "unchecked"]},
+        "kid": {**STRING, "description": "the key that verified it"},
+        "keySource": {"type": "string", "enum": ["trusted", "origin", ""],
+                      "description": "TRUSTED_CARD_KEYS, or the JWKS at the card's origin"},
+        "reason": {**STRING, "description": "why it is not verified"},
+        "checkedAt": {**STRING, "format": "date-time", "nullable": True},
+    },
+}  # fmt: skip
 RECEIPT: dict[str, Any] = {
     "type": "object",
     "required": ["status", "agentId", "registrationId", "expiresAt", "discoveryUrl", "ttl"],
@@ -86,6 +99,7 @@ RECEIPT: dict[str, Any] = {
         "agentId": STRING, "registrationId": STRING,
         "expiresAt": {**STRING, "format": "date-time"},
         "discoveryUrl": {**STRING, "format": "uri"}, "ttl": {"type": "integer"},
+        "cardSignature": CARD_SIGNATURE,
     },
 }  # fmt: skip
 HEARTBEAT = {**RECEIPT, "properties": {**RECEIPT["properties"], "health": STRING}}
@@ -102,6 +116,7 @@ ENTRY = {
         "protocols": STRINGS, "tags": STRINGS, "category": STRING,
         "skills": {"type": "array", "items": {"type": "object", "properties": {
             "id": STRING, "name": STRING, "tags": STRINGS}}},
+        "cardSignature": CARD_SIGNATURE,
         # Only for the registering principal and operators:
         "ttl": {"type": "integer"}, "cardUrl": STRING, "health": STRING, "lastError": STRING,
     },
