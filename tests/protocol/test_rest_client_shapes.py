@@ -4,11 +4,14 @@ by their JSON-RPC code, and answers in the JSON media type the client spoke."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from a2a.utils.errors import TaskNotFoundError
 
 from agents.models import Agent
+from protocol.rest import stream_framing
 from tests.factories.agents import secured_agent
 from tests.factories.envelopes import UNKNOWN_TASK
 from tests.protocol.callers import Caller
@@ -98,6 +101,15 @@ def test_a_03_path_the_binding_does_not_know_is_a_method_not_found(rest: Rest, e
 
     assert response.status_code == 404
     assert response.json()["code"] == -32601
+
+
+def test_a_03_stream_ending_in_an_error_says_its_json_rpc_code_too() -> None:
+    frame = stream_framing("0.3").error(TaskNotFoundError("gone"))
+    lines = frame.decode().splitlines()
+
+    assert lines[0] == "event: error"
+    body = json.loads(lines[1].removeprefix("data: "))
+    assert (body["code"], body["message"], body["error"]["status"]) == (-32001, "gone", "NOT_FOUND")
 
 
 def test_a_10_error_keeps_the_bare_status_shape(rest: Rest, echo: Agent) -> None:
