@@ -2,11 +2,13 @@
 as JSON-RPC.
 
 1.0 paths (`message:send`, `tasks/{id}`, ...) follow v1.0.1 §11: `application/a2a+json`
-answers, `google.rpc.Status` errors with an ErrorInfo and the v1.0.1 status codes,
-camelCase query parameters. The 0.3 paths (`v1/message:send`, `v1/card`, ...) carry the 0.3
-protobuf JSON. Streams are SSE whose `data:` is a bare StreamResponse, with the same event
-ids and `Last-Event-ID` replay as JSON-RPC. A path names its version: a 1.0 path asked
-without `A2A-Version` is served as 1.0, since no 0.3 operation lives there.
+answers (`application/json` to a client that spoke that), `google.rpc.Status` errors with an
+ErrorInfo and the v1.0.1 status codes, camelCase query parameters. The 0.3 paths
+(`v1/message:send`, `v1/card`, ...) carry the 0.3 protobuf JSON, and their errors also the
+JSON-RPC `code` and `message` at the top. Streams are SSE whose `data:` is a bare
+StreamResponse, with the same event ids and `Last-Event-ID` replay as JSON-RPC. A path names
+its version: a 1.0 path asked without `A2A-Version` is served as 1.0, since no 0.3 operation
+lives there.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from a2ahub.errors import (
     AuthenticationRequired,
     InvalidRequestError,
     JSONParseError,
+    MethodNotFoundError,
     UnsupportedOperationError,
     VersionNotSupportedError,
     internal_error,
@@ -49,6 +52,8 @@ from tasks.models import Binding
 from tasks.wire import V03, V1
 
 MEDIA_TYPE = "application/a2a+json"
+PLAIN_JSON = "application/json"
+BODILESS = frozenset({"GET", "HEAD", "DELETE"})
 TASK = r"tasks/(?P<task>[^/:]+)"
 CONFIG = r"(?P<config>[^/:]+)"
 INT32_MAX = 2**31 - 1
@@ -249,6 +254,35 @@ def version_of(request: Request, route_version: str) -> str:
     return version
 
 
+def answer_media(request: Request) -> str:
+    """The media type of an answer: the one the client spoke. v1.0.1 §11.1 says
+    `application/a2a+json` SHOULD be used, but clients that send plain JSON (the SDKs, the
+    conformance kit) also check for it on the way back. A body's Content-Type says which;
+    without a body, Accept does."""
+    said = request.content_type.lower() if request.method not in BODILESS else ""
+    if not said:
+        accepted = {
+            part.split(";")[0].strip().lower()
+            for part in request.headers.get("Accept", "").split(",")
+        }
+        said = next((media for media in (MEDIA_TYPE, PLAIN_JSON) if media in accepted), "")
+    return PLAIN_JSON if said == PLAIN_JSON else MEDIA_TYPE
+
+
+def negotiated(request: Request, response: HttpResponseBase) -> HttpResponseBase:
+    """`response` in the client's JSON media type (a stream keeps `text/event-stream`)."""
+    media = response.get("Content-Type", "")
+    if media == PLAIN_JSON or media.endswith("+json"):
+        response["Content-Type"] = answer_media(request)
+    return response
+
+
+def refused(request: Request, error: A2AError, status: int | None) -> HttpResponseBase:
+    """An error met before the binding runs (a body too large), in its shape."""
+    version = V03 if "/v1/" in request.path else V1
+    return negotiated(request, rest_error(error, version, status))
+
+
 def rest_error(error: A2AError, version: str, status: int | None = None) -> JsonResponse:
     payload = build_rest_error_payload(error)
     if status is not None:
@@ -380,13 +414,7 @@ async def respond(
     try:
         return await handle(request, agent, tail, ex, tenant)
     except NoRoute as exc:
-        response = json_answer(
-            {"error": {"code": exc.status, "status": "NOT_FOUND" if exc.status == 404
-                       else "UNIMPLEMENTED", "message": exc.message}}, exc.status,
-        )  # fmt: skip
-        if exc.allow:
-            response["Allow"] = exc.allow
-        return response
+        return no_route(exc, ex.version)
     except AuthenticationRequired as exc:
         return door.unauthorized(exc)
     except AccessDenied as exc:
@@ -404,7 +432,25 @@ async def respond(
         return rest_error(internal_error(exc), ex.version)
 
 
+def no_route(exc: NoRoute, version: str) -> JsonResponse:
+    status = "NOT_FOUND" if exc.status == 404 else "UNIMPLEMENTED"
+    payload: dict[str, Any] = {
+        "error": {"code": exc.status, "status": status, "message": exc.message}
+    }
+    if version == V03:
+        # What a 0.3 JSON-RPC client would have met: a method not found.
+        payload |= rest_v03.error_fields(MethodNotFoundError(exc.message))
+    response = json_answer(payload, exc.status)
+    if exc.allow:
+        response["Allow"] = exc.allow
+    return response
+
+
 async def endpoint(request: Request, slug: str, tail: str = "") -> HttpResponseBase:
+    return negotiated(request, await agent_endpoint(request, slug, tail))
+
+
+async def agent_endpoint(request: Request, slug: str, tail: str) -> HttpResponseBase:
     agent = await door.agent_named(slug)
     if agent is None:
         absent = await door.absence(slug)
@@ -417,4 +463,4 @@ async def endpoint(request: Request, slug: str, tail: str = "") -> HttpResponseB
 
 async def shared_endpoint(request: Request, tenant: str = "", tail: str = "") -> HttpResponseBase:
     """`/a2a/rest/{tenant}/...`: every hosted agent behind one base, chosen by the path."""
-    return await answer(request, None, tail, tenant)
+    return negotiated(request, await answer(request, None, tail, tenant))

@@ -47,6 +47,8 @@ def send_in(body: dict[str, Any]) -> pb.SendMessageRequest:
 
 
 def push_set_in(body: dict[str, Any], task_id: str) -> pb.TaskPushNotificationConfig:
+    if is_bare_config(body):
+        body = {"config": body}
     request = parsed(body, pb03.CreateTaskPushNotificationConfigRequest())
     # The task is the path's; a body's `parent` may be missing or name another.
     request.parent = f"tasks/{task_id}"
@@ -54,6 +56,16 @@ def push_set_in(body: dict[str, Any], task_id: str) -> pb.TaskPushNotificationCo
         "config", lambda: v03_proto.FromProto.task_push_notification_config_request(request)
     )
     return converted("config", lambda: conversions.to_core_task_push_notification_config(compat))
+
+
+def is_bare_config(body: dict[str, Any]) -> bool:
+    """Whether a create's body is the TaskPushNotificationConfig itself: the 0.3 proto's HTTP
+    rule says `body: "config"`, which the JavaScript SDK follows, while the Python SDK sends
+    the whole request (`{"config": {...}}`). The two share no field."""
+    return "config" not in body and bool(BARE_CONFIG_FIELDS & body.keys())
+
+
+BARE_CONFIG_FIELDS = frozenset({"name", "pushNotificationConfig", "push_notification_config"})
 
 
 def as_dict(message: ProtoMessage) -> dict[str, Any]:
@@ -110,8 +122,14 @@ def stream_event_out(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def error_fields(error: A2AError) -> dict[str, Any]:
-    """What the 0.3 REST clients read of an error, beside the `google.rpc.Status`."""
-    # The SDK's 0.3 REST client maps `type` back to the error class of that name.
-    if type(error) not in JSON_RPC_ERROR_CODE_MAP:
-        return {}
-    return {"type": type(error).__name__, "message": error.message}
+    """What the 0.3 REST clients read of an error, beside the `google.rpc.Status`: the
+    Python SDK maps `type` back to the error class of that name, the JavaScript SDK maps a
+    numeric top-level `code` (the JSON-RPC one, -32001 for a task not found) with its
+    `message`."""
+    fields: dict[str, Any] = {
+        "code": JSON_RPC_ERROR_CODE_MAP.get(type(error), -32603),
+        "message": error.message,
+    }
+    if type(error) in JSON_RPC_ERROR_CODE_MAP:
+        fields["type"] = type(error).__name__
+    return fields

@@ -16,7 +16,6 @@ from django.http.response import HttpResponseBase
 from a2ahub.errors import A2AError
 from a2ahub.request import Request
 from protocol import jsonrpc, rest
-from tasks.wire import V03, V1
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ def rpc_refusal(request: Request, error: A2AError, status: int | None) -> HttpRe
 
 
 def rest_refusal(request: Request, error: A2AError, status: int | None) -> HttpResponseBase:
-    return rest.rest_error(error, V03 if "/v1/" in request.path else V1, status)
+    return rest.refused(request, error, status)
 
 
 TABLE = (

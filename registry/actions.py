@@ -7,6 +7,7 @@ stop serving it, with `explain_absence` saying why) and enabled again by the nex
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -108,8 +109,44 @@ def check_addresses(submission: Submission) -> None:
 # -- register, update, renew, deregister ---------------------------------------------------
 
 
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s]+")
+IDENTIFIER_MAX = Registration._meta.get_field("identifier").max_length or 500
+
+
+def identifier_of(raw: Any) -> str:
+    """The AI Catalog identifier a publisher gives (an absolute URI, `urn:air:...` say), or
+    "" when none; the catalog keeps it exactly as given."""
+    if raw in (None, ""):
+        return ""
+    if not isinstance(raw, str) or len(raw) > IDENTIFIER_MAX or not IDENTIFIER.fullmatch(raw):
+        raise BadSubmission(
+            f"identifier must be an absolute URI (such as urn:air:<your domain>:a2a:<name>) of "
+            f"at most {IDENTIFIER_MAX} characters.",
+            "identifier",
+        )
+    return raw
+
+
+def check_identifier(identifier: str, registration: Registration | None) -> None:
+    """An entry's identifier is its name in every catalog: one artifact's, never changed."""
+    if not identifier:
+        return
+    if registration is not None and registration.identifier not in ("", identifier):
+        raise Refused(f"This agent is listed as {registration.identifier!r}; its identifier "
+                      "does not change.", 409, "identifier")  # fmt: skip
+    taken = Registration.objects.filter(identifier=identifier)
+    if registration is not None:
+        taken = taken.exclude(pk=registration.pk)
+    if taken.exists():
+        raise Refused(f"The identifier {identifier!r} names another agent.", 409, "identifier")
+
+
 def register(
-    submission: Submission, caller: Caller, ttl: Any = None, agent_id: str = ""
+    submission: Submission,
+    caller: Caller,
+    ttl: Any = None,
+    agent_id: str = "",
+    identifier: str = "",
 ) -> tuple[Registration, bool]:
     """A new registration (created True), or the caller's own one renewed with this card."""
     slug, where = slug_for(submission, agent_id)
@@ -118,14 +155,18 @@ def register(
     existing = Registration.objects.filter(agent__slug=slug).select_related("agent").first()
     if existing is not None:
         check_manager(existing, caller)
+        check_identifier(identifier, existing)
+        if identifier and not existing.identifier:
+            existing.identifier = identifier
         return update(existing, submission, caller, seconds), False
+    check_identifier(identifier, None)
     if Agent.objects.filter(slug=slug).exists():
         raise Refused(f"The agent id {slug!r} is taken.", 409, where)
     agent = Agent(slug=slug, owner=caller.user, executor_kind=REMOTE_KIND)
     skills = fill(agent, submission)
     registration = Registration(
         owner_principal=caller.principal, owner=caller.user, ttl_seconds=seconds,
-        expires_at=timezone.now() + timedelta(seconds=seconds),
+        expires_at=timezone.now() + timedelta(seconds=seconds), identifier=identifier,
     )  # fmt: skip
     describe(registration, submission)
     with transaction.atomic():

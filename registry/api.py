@@ -69,6 +69,7 @@ def entry(registration: Registration, base: str, full: bool = False) -> dict[str
         "protocols": registration.protocols,
         "tags": registration.tags,
         "category": registration.category,
+        "identifier": registration.identifier,
         "skills": [{"id": s.skill_id, "name": s.name, "tags": s.tags} for s in agent.skills.all()],
         "cardSignature": signature_of(agent),
     }
@@ -151,9 +152,14 @@ class AgentsView(RegistryView):
         agent_id = params.get("agentId") or (
             str(body.get("agentId", "")) if isinstance(body, dict) and "cardUrl" in body else ""
         )
+        identifier = actions.identifier_of(params.get("identifier") or (
+            body.get("identifier") if isinstance(body, dict) and "cardUrl" in body else None
+        ))  # fmt: skip
         if isinstance(body, dict) and "cardUrl" in body:
             body = {"cardUrl": body["cardUrl"]}
-        registration, created = actions.register(read_submission(body), caller, ttl, agent_id)
+        registration, created = actions.register(
+            read_submission(body), caller, ttl, agent_id, identifier
+        )
         response = Response(receipt(registration, self.base()), status=201 if created else 200)
         response["Location"] = f"{self.base()}/registry/agents/{registration.agent.slug}"
         return response

@@ -59,6 +59,10 @@ class Registration(models.Model):
     expires_at = models.DateTimeField(db_index=True)
     renewed_at = models.DateTimeField(default=timezone.now)
 
+    identifier = models.CharField(
+        max_length=500, blank=True,
+        help_text="The AI Catalog identifier its publisher gave (kept as given); empty: the hub's.",
+    )  # fmt: skip
     card_url = models.URLField(max_length=2000, blank=True)
     card_etag = models.CharField(max_length=200, blank=True)
     category = models.CharField(max_length=100, blank=True)

@@ -73,6 +73,7 @@ BY_URL = {
     "properties": {
         "cardUrl": {**STRING, "format": "uri", "description": "Read through the outbound guard."},
         "agentId": STRING,
+        "identifier": STRING,
         "ttl": {"type": "integer"},
     },
 }
@@ -113,7 +114,7 @@ ENTRY = {
         "name": STRING, "description": STRING, "version": STRING,
         "expiresAt": {**STRING, "format": "date-time"},
         "discoveryUrl": {**STRING, "format": "uri"}, "url": {**STRING, "format": "uri"},
-        "protocols": STRINGS, "tags": STRINGS, "category": STRING,
+        "protocols": STRINGS, "tags": STRINGS, "category": STRING, "identifier": STRING,
         "skills": {"type": "array", "items": {"type": "object", "properties": {
             "id": STRING, "name": STRING, "tags": STRINGS}}},
         "cardSignature": CARD_SIGNATURE,
@@ -155,6 +156,9 @@ BODY_LIMITS = {413: error("the body is over REGISTRY_MAX_BODY_BYTES"),
 CREDENTIALS: Any = [{"hubApiKey": []}, {"hubOAuth2": [REGISTRY]}, {"cookieAuth": []}]
 TTL = OpenApiParameter("ttl", int, description="seconds until the registration expires")
 AGENT_ID = OpenApiParameter("agentId", str, description="the agent id (slug) to register under")
+IDENTIFIER = OpenApiParameter(
+    "identifier", str, description="the agent's AI Catalog identifier (urn:air:...), kept as given"
+)
 SEARCH = [
     OpenApiParameter("q", str, description="words in the name, description, skills or tags"),
     OpenApiParameter("tag", str), OpenApiParameter("skill", str),
@@ -170,9 +174,10 @@ search = extend_schema(
 )  # fmt: skip
 register = extend_schema(
     operation_id="registry_register", summary="Register an agent (or renew its registration)",
-    parameters=[TTL, AGENT_ID], request={"application/json": SUBMISSION}, auth=CREDENTIALS,
-    responses={201: RECEIPT, 200: RECEIPT, **BAD, **NEEDS_CREDENTIAL,
-               409: error("the agent id is taken"), **BODY_LIMITS},
+    parameters=[TTL, AGENT_ID, IDENTIFIER], request={"application/json": SUBMISSION},
+    auth=CREDENTIALS, responses={201: RECEIPT, 200: RECEIPT, **BAD, **NEEDS_CREDENTIAL,
+                                 409: error("the agent id or identifier is taken"),
+                                 **BODY_LIMITS},
 )  # fmt: skip
 read = extend_schema(
     operation_id="registry_read", summary="Read a registration",

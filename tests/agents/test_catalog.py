@@ -1,5 +1,7 @@
 """The AI Catalog (/.well-known/ai-catalog.json, the ai-catalog draft): every public, enabled
-agent, hosted or registered, as an entry with a URN identifier pointing at its card."""
+agent, hosted or registered, as an entry with a URN identifier pointing at its card; the
+catalog signed with the hub's key, verifiable with its served JWKS. (Registering with the
+publisher's own identifier: tests/registry/test_identifiers.py.)"""
 
 from __future__ import annotations
 
@@ -8,14 +10,16 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
+from jwcrypto.jws import InvalidJWSSignature
 
 from agents.models import Access, ApiKey
 from tests.door_client import Door
+from tests.registry.catalogs import verified
 
 pytestmark = pytest.mark.django_db
 
-REQUIRED_TOP = {"specVersion", "host", "entries"}
-REQUIRED_ENTRY = {"identifier", "displayName", "mediaType", "url"}
+REQUIRED_TOP = {"specVersion", "host", "entries", "signature"}
+REQUIRED_ENTRY = {"identifier", "type", "url", "updatedAt"}
 
 
 def catalog(client: Client) -> dict[str, Any]:
@@ -29,21 +33,71 @@ def test_catalog_lists_public_agents_only(agent_factory: Any, client: Client) ->
     agent_factory("hidden", public=False)
     agent_factory("disabled", enabled=False)
     entries = catalog(client)["entries"]
-    assert [entry["identifier"] for entry in entries] == ["urn:a2a-hub:testserver:agent:shown"]
+    assert [entry["identifier"] for entry in entries] == ["urn:air:testserver:a2a:shown"]
 
 
-def test_catalog_has_the_drafts_required_fields(agent_factory: Any, client: Client) -> None:
-    agent_factory("one", provider_organization="Acme")
+def test_catalog_has_the_drafts_fields(agent_factory: Any, client: Client) -> None:
+    agent_factory("one", provider_organization="Acme", provider_url="https://acme.example")
     document = catalog(client)
-    assert set(document) >= REQUIRED_TOP
+    assert set(document) == REQUIRED_TOP
     assert document["specVersion"] == "1.0"
-    assert document["host"]["displayName"]
+    assert document["host"] == {"displayName": document["host"]["displayName"],
+                                "identifier": "testserver",
+                                "documentationUrl": "http://testserver/"}  # fmt: skip
     entry = document["entries"][0]
     assert set(entry) >= REQUIRED_ENTRY
-    assert entry["mediaType"] == "application/a2a-agent-card+json"
-    assert entry["identifier"].startswith("urn:")
-    assert entry["publisher"] == {"displayName": "Acme"}
+    assert entry["type"] == "application/a2a-agent-card+json"
+    assert entry["identifier"] == "urn:air:testserver:a2a:one"
+    assert entry["publisher"] == {"identifier": "https://acme.example", "displayName": "Acme"}
     assert entry["updatedAt"].endswith("Z")
+
+
+def test_an_entry_leaves_the_cards_own_name_description_and_version_to_the_card(
+    agent_factory: Any, client: Client
+) -> None:
+    agent_factory("one", provider_organization="Acme")
+    entry = catalog(client)["entries"][0]
+    assert not {"displayName", "description", "version", "mediaType"} & set(entry)
+    # A publisher without a verifiable identifier is not named.
+    assert "publisher" not in entry
+
+
+def test_the_catalog_is_signed_with_the_hubs_served_keys(
+    agent_factory: Any, client: Client
+) -> None:
+    agent_factory("one")
+    document = catalog(client)
+    jwks = client.get("/.well-known/jwks.json").json()
+
+    header = verified(document, jwks)
+
+    assert header["alg"] == "ES256"
+    assert header["jku"] == "http://testserver/.well-known/jwks.json"
+    assert document["signature"].split(".")[1] == ""  # the payload is detached
+
+
+def test_a_catalog_changed_after_signing_fails_verification(
+    agent_factory: Any, client: Client
+) -> None:
+    agent_factory("one")
+    agent_factory("two")
+    document = catalog(client)
+    jwks = client.get("/.well-known/jwks.json").json()
+    first, *others = document["entries"]
+    tampered = [
+        document | {"entries": [first]},
+        document | {"host": document["host"] | {"displayName": "Someone else"}},
+        document | {"entries": [first | {"url": "https://evil.example/card"}, *others]},
+    ]
+
+    for changed in tampered:
+        with pytest.raises(InvalidJWSSignature):
+            verified(changed, jwks)
+
+
+def test_an_unchanged_catalog_reads_the_same_each_time(agent_factory: Any, client: Client) -> None:
+    agent_factory("one")
+    assert catalog(client) == catalog(client)
 
 
 def test_catalog_entries_point_at_cards_that_exist(agent_factory: Any, client: Client) -> None:
@@ -52,7 +106,7 @@ def test_catalog_entries_point_at_cards_that_exist(agent_factory: Any, client: C
     for entry in catalog(client)["entries"]:
         assert entry["url"].startswith("http://testserver/agents/")
         path = entry["url"].removeprefix("http://testserver")
-        assert client.get(path).json()["name"] == entry["displayName"]
+        assert client.get(path).json()["name"] == entry["identifier"].rsplit(":", 1)[1].title()
 
 
 def test_catalog_lists_registered_agents_beside_hosted_ones(
@@ -68,8 +122,12 @@ def test_catalog_lists_registered_agents_beside_hosted_ones(
             "skills": [{"id": "s", "name": "S", "description": "S.", "tags": ["t"]}]}  # fmt: skip
     client.post("/registry/agents", card, content_type="application/json",
                 HTTP_AUTHORIZATION=f"Bearer {raw}")  # fmt: skip
-    names = [e["displayName"] for e in catalog(client)["entries"]]
-    assert names == ["hosted".title(), "Registered"]
+    identifiers = [e["identifier"] for e in catalog(client)["entries"]]
+    # The hub publishes its hosted agent; a registered one's publisher gave no urn:air name.
+    assert identifiers == [
+        "urn:air:testserver:a2a:hosted",
+        "urn:a2a-hub:testserver:agent:registered",
+    ]
 
 
 def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_card(
@@ -83,9 +141,7 @@ def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_car
         agent.allowed_groups.add(team)
 
     entries = catalog(client)["entries"]
-    assert [entry["identifier"] for entry in entries] == [
-        "urn:a2a-hub:testserver:agent:team-public"
-    ]
+    assert [entry["identifier"] for entry in entries] == ["urn:air:testserver:a2a:team-public"]
     card = client.get("/agents/team-public/.well-known/agent-card.json")
     assert card.status_code == 200
     assert card.json()["name"]

@@ -93,8 +93,9 @@ def example(hub: Hub, tmp_path: Path) -> Iterator[Example]:
 
 
 def catalog_names(hub: Hub) -> list[str]:
+    """The agent ids the catalog lists (its identifiers end with them)."""
     entries = httpx.get(f"{hub.web_a}/.well-known/ai-catalog.json", timeout=10).json()["entries"]
-    return [e["displayName"] for e in entries]
+    return [e["identifier"].rsplit(":", 1)[1] for e in entries]
 
 
 def reverse_through_hub(hub: Hub, version: str, text: str) -> list[list[str]]:
@@ -125,7 +126,7 @@ def health_of(hub: Hub, slug: str) -> str:
 
 def test_the_example_registers_serves_expires_and_comes_back(hub: Hub, example: Example) -> None:
     example.start()
-    assert eventually(lambda: "Reverser" in catalog_names(hub), timeout=30), example.log.read_text()
+    assert eventually(lambda: "reverser" in catalog_names(hub), timeout=30), example.log.read_text()
     # Beat's health check reads the card the SDK's server publishes at its origin.
     assert eventually(lambda: health_of(hub, "reverser") == "ok", timeout=30)
     found = httpx.get(f"{hub.web_a}/registry/agents?q=revers&skill=reverse", timeout=10).json()
@@ -135,13 +136,13 @@ def test_the_example_registers_serves_expires_and_comes_back(hub: Hub, example: 
         assert reverse_through_hub(hub, version, f"hello {version}") == [[f"hello {version}"[::-1]]]
 
     example.stop(signal.SIGKILL)  # no deregistration: the registration has to expire
-    assert eventually(lambda: "Reverser" not in catalog_names(hub), timeout=TTL + 10)
+    assert eventually(lambda: "reverser" not in catalog_names(hub), timeout=TTL + 10)
     assert eventually(lambda: "error" in send_raw(hub), timeout=10)
     error = send_raw(hub)["error"]
     assert error["code"] == -32004 and "expired at" in error["message"]
 
     example.start()
-    assert eventually(lambda: "Reverser" in catalog_names(hub), timeout=30), example.log.read_text()
+    assert eventually(lambda: "reverser" in catalog_names(hub), timeout=30), example.log.read_text()
     assert eventually(lambda: "result" in send_raw(hub), timeout=10)
     assert reverse_through_hub(hub, "1.0", "back") == [["kcab"]]
 

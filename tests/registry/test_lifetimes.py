@@ -92,8 +92,8 @@ def test_a_heartbeat_brings_it_back(
 ) -> None:
     renewed = owner.heartbeat("translator")
     assert renewed.status_code == 200 and renewed.json()["status"] == "registered"
-    assert [e["displayName"] for e in client.get("/.well-known/ai-catalog.json").json()["entries"]
-            ] == ["Translator"]  # fmt: skip
+    assert [e["identifier"] for e in client.get("/.well-known/ai-catalog.json").json()["entries"]
+            ] == ["urn:a2a-hub:testserver:agent:translator"]  # fmt: skip
     assert [a["agentId"] for a in owner.search().json()["agents"]] == ["translator"]
     assert client.get("/agents/translator/.well-known/agent-card.json").status_code == 200
 
