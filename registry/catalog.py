@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from agents import cards
+from agents import card_trust, cards
 from agents.models import Agent
 from agents.views import public_base_url
 from registry.actions import iso
@@ -74,6 +74,11 @@ def catalog_entry(agent: Agent, base: str, host: str) -> dict[str, Any]:
             "identifier": agent.provider_url,
             "displayName": agent.provider_organization,
         }
+    # A card that came into the hub (registered, imported, a remote agent's) says what its
+    # signature check found; the hub's own cards are signed by the hub's key.
+    if agent.card_signature:
+        trust = card_trust.recorded(agent).as_document()
+        entry["cardSignature"] = {k: v for k, v in trust.items() if v}
     return {k: v for k, v in entry.items() if v is not None}
 
 

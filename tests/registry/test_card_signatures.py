@@ -57,6 +57,9 @@ def test_a_card_signed_by_its_origins_key_registers_as_verified(
     entry = anonymous.get("translator").json()
     assert entry["cardSignature"]["status"] == "verified"
     assert entry["cardSignature"]["checkedAt"].endswith("Z")
+    assert catalog_entry("translator")["cardSignature"] == {
+        "status": "verified", "kid": "publisher-1", "keySource": "origin",
+    }  # fmt: skip
 
 
 def test_a_card_url_registration_reads_keys_at_the_card_urls_origin(
@@ -94,6 +97,19 @@ def test_a_tampered_card_registers_as_invalid_with_the_reason(
     signature = anonymous.get("translator").json()["cardSignature"]
     assert signature["status"] == "invalid"
     assert "does not match the card" in signature["reason"]
+    listed = catalog_entry("translator")["cardSignature"]
+    assert listed["status"] == "invalid" and "does not match the card" in listed["reason"]
+
+
+def catalog_entry(slug: str) -> dict[str, Any]:
+    """The AI Catalog's entry of a registered agent, as anyone reads it."""
+    catalog = Client().get("/.well-known/ai-catalog.json").json()
+    [entry] = [
+        e
+        for e in catalog["entries"]
+        if e["url"].endswith(f"/agents/{slug}/.well-known/agent-card.json")
+    ]
+    return dict(entry)
 
 
 def test_a_card_signed_by_an_unknown_key_registers_as_invalid(
