@@ -17,15 +17,14 @@ import logging
 from contextlib import aclosing
 from typing import Any
 
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 
-from a2ahub import asyncdb, body_limit, metrics, numerals, request_id
+from a2ahub import body_limit, metrics, numerals, request_id
 from a2ahub.errors import InvalidRequestError, internal_error
 from a2ahub.request import Request
+from protocol import door
 from protocol.routes import Route, route_at
 
 logger = logging.getLogger(__name__)
@@ -51,13 +50,8 @@ async def serve(scope: Scope, receive: Any, send: Any, route: Route) -> None:
     except TooLarge:
         await send_plain(too_large(scope, route), send)
         return
-    asyncdb.enabled.set(True)
-    async with ThreadSensitiveContext() as context:
-        try:
-            response = await respond(scope, body, route)
-        finally:
-            if context in SyncToAsync.context_to_thread_executor:
-                await sync_to_async(close_old_connections)()
+    async with door.request_context():
+        response = await respond(scope, body, route)
     # Answered outside the request's thread context: a stream may stay open for hours, and
     # the thread would stay with it (a thousand streams, a thousand idle threads).
     if response.streaming:

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from a2a.utils.proto_utils import validate_proto_required_fields
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 from django.http import JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
-from a2ahub import hops, nesting, numerals
+from a2ahub import asyncdb, hops, nesting, numerals
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -56,6 +58,21 @@ class Rejection(Exception):
         super().__init__(error.message)
         self.status = status
         self.error = error
+
+
+@asynccontextmanager
+async def request_context() -> AsyncIterator[None]:
+    """How every door runs a call's work: its statements on the loop's own connections
+    (`a2ahub.asyncdb`), and its ORM calls on one thread of the call's own, whose connection
+    goes back when the call is done (without a context of its own, every call's ORM work
+    would queue for one shared thread)."""
+    asyncdb.enabled.set(True)
+    async with ThreadSensitiveContext() as context:
+        try:
+            yield
+        finally:
+            if context in SyncToAsync.context_to_thread_executor:
+                await sync_to_async(close_old_connections)()
 
 
 async def agent_named(slug: str) -> Agent | None:

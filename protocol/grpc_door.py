@@ -224,8 +224,9 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
         started = begin(context, ex)
         refusal: Refusal | None = None
         try:
-            call, method = await admit(name, request, context, ex)
-            result = await resolve(method.handler)(call, request)
+            async with door.request_context():
+                call, method = await admit(name, request, context, ex)
+                result = await resolve(method.handler)(call, request)
             size = big_bodies.size_of(result)
             return await big_bodies.off_loop(size, answer_of, name, result)
         except Exception as exc:
@@ -243,8 +244,11 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
         started = begin(context, ex)
         refusal: Refusal | None = None
         try:
-            call, method = await admit(name, request, context, ex)
-            items = await resolve(method.handler)(call, request)
+            # Read outside the call's thread context, as the SSE doors answer: a stream may
+            # stay open for hours, and the thread with it.
+            async with door.request_context():
+                call, method = await admit(name, request, context, ex)
+                items = await resolve(method.handler)(call, request)
         except Exception as exc:
             refusal = refusal_for(exc)
             ex.code = refusal.code.name
