@@ -258,15 +258,15 @@ def answer_media(request: Request) -> str:
     """The media type of an answer: the one the client spoke. v1.0.1 §11.1 says
     `application/a2a+json` SHOULD be used, but clients that send plain JSON (the SDKs, the
     conformance kit) also check for it on the way back. A body's Content-Type says which;
-    without a body, Accept does."""
-    said = request.content_type.lower() if request.method not in BODILESS else ""
-    if not said:
-        accepted = {
-            part.split(";")[0].strip().lower()
-            for part in request.headers.get("Accept", "").split(",")
-        }
-        said = next((media for media in (MEDIA_TYPE, PLAIN_JSON) if media in accepted), "")
-    return PLAIN_JSON if said == PLAIN_JSON else MEDIA_TYPE
+    without a body, Accept does, and a client that names neither (`*/*`: the kit's GETs, curl)
+    gets plain JSON, which every JSON client reads."""
+    if request.method not in BODILESS:
+        said = request.content_type.lower()
+        return PLAIN_JSON if said == PLAIN_JSON else MEDIA_TYPE
+    accepted = {
+        part.split(";")[0].strip().lower() for part in request.headers.get("Accept", "").split(",")
+    }
+    return MEDIA_TYPE if MEDIA_TYPE in accepted else PLAIN_JSON
 
 
 def negotiated(request: Request, response: HttpResponseBase) -> HttpResponseBase:
