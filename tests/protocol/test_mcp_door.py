@@ -8,6 +8,7 @@ calls only open agents."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
@@ -152,3 +153,13 @@ def test_a_malformed_request_gets_a_json_rpc_error(door: Door) -> None:
                          headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32700
+
+
+def test_the_server_says_the_name_and_version_its_server_card_says(door: Door) -> None:
+    from registry.mcp_card import SERVER_VERSION
+
+    async def info(session: ClientSession) -> Any:
+        return session.server_info
+
+    server = in_session(info)
+    assert (server.name, server.version) == ("a2a-hub", SERVER_VERSION)
