@@ -134,3 +134,13 @@ def test_a_client_of_the_2026_protocol_revision_lists_and_calls_too(hub: Hub) ->
     assert "echo" in with_mcp(hub.web_a, names, modern=True)
     result = with_mcp(hub.web_a, calling("echo", {"message": "modern"}), modern=True)
     assert "modern" in texts(result)
+
+
+def test_a_client_finds_the_mcp_server_from_the_ai_catalog_and_connects(hub: Hub) -> None:
+    document = httpx.get(f"{hub.web_a}/.well-known/ai-catalog.json", timeout=10).json()
+    (entry,) = [e for e in document["entries"] if e["type"] == "application/mcp-server-card+json"]
+    card = httpx.get(entry["url"], timeout=10).json()
+    (remote,) = card["remotes"]
+    assert remote["type"] == "streamable-http"
+    base = remote["url"].removesuffix("/mcp")
+    assert "echo" in with_mcp(base, names)
