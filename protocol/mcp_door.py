@@ -160,6 +160,13 @@ async def list_tools(
                 if principal is not None:
                     tools.append(tool_of(agent, extended=not principal.is_anonymous))
         return types.ListToolsResult(tools=tools)
+    except MCPError:
+        raise
+    except Exception as exc:
+        # The SDK would answer with the exception's own text.
+        logger.error("the MCP door's tools/list failed")
+        ex.code = "internal"
+        raise MCPError(types.INTERNAL_ERROR, internal_error(exc).message) from None
     finally:
         record(ex, started)
 
