@@ -55,6 +55,9 @@ body_limit.FINDERS += [
     mcp_door.body_limit_at,
     registry_body_limit.body_limit_at,
 ]
+# The MCP door reads its own body (the SDK's transport): guarded as the site is, so a body over
+# the limit gets the door's JSON-RPC refusal under any server.
+mcp_application = body_limit.guarded(mcp_door.serve)
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -63,7 +66,7 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
     if route is not None:
         await doors.serve(scope, receive, send, route)
     elif mcp_door.is_mcp(path):
-        await mcp_door.serve(scope, receive, send)
+        await mcp_application(scope, receive, send)
     else:
         await site_application(scope, receive, send)
 

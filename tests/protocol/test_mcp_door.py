@@ -146,6 +146,10 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(door: Door, settings
     response = door.post("/mcp", body, content_type="application/json",
                          headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
     assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": -32600,
+        "message": "The request body is over 1000 bytes.",
+    }
 
 
 def test_a_malformed_request_gets_a_json_rpc_error(door: Door) -> None:
