@@ -167,3 +167,24 @@ def test_the_server_says_the_name_and_version_its_server_card_says(door: Door) -
 
     server = in_session(info)
     assert (server.name, server.version) == ("a2a-hub", SERVER_VERSION)
+
+
+def test_a_call_naming_a_task_still_working_says_how_it_is_doing_and_sends_nothing(
+    door: Door, settings: Any
+) -> None:
+    # The blocking send stops waiting at once; the agent works for a minute meanwhile.
+    settings.A2A_BLOCKING_TIMEOUT_SECONDS = 0.1
+    make_agent("slow", executor_kind="slow", executor_settings={"step": 0.1})
+    started = call("slow", {"message": "60"})
+    assert structured(started)["state"] == "working"
+    task_id = structured(started)["taskId"]
+    assert "has not finished" in blocks(started)[0].text
+    again = call("slow", {"message": "are you done?", "taskId": task_id})
+    assert (structured(again)["taskId"], structured(again)["state"]) == (task_id, "working")
+    from tasks.models import Message
+
+    sent = Message.objects.filter(task_id=task_id, role="user").values_list("parts", flat=True)
+    assert list(sent) == [[{"text": "60"}]]
+    cancel = {"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": task_id}}
+    canceled = door.post("/agents/slow/jsonrpc", json.dumps(cancel), headers={"A2A-Version": "1.0"})
+    assert canceled.json()["result"]["status"]["state"] == "TASK_STATE_CANCELED"
