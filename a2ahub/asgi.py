@@ -1,7 +1,8 @@
 """ASGI entry point: Channels' protocol router, HTTP and WebSocket.
 
 HTTP is Django (static files included, so one process is a whole hub), except the A2A
-doors (JSON-RPC and HTTP+JSON, per agent and shared: `protocol.routes`), which skip Django's
+doors (JSON-RPC and HTTP+JSON, per agent and shared: `protocol.routes`) and the MCP door
+(`/mcp`: `protocol.mcp_door`, the `mcp` SDK's own ASGI transport), which skip Django's
 handler and the site's middleware (`protocol.asgi`): they use no sessions, CSRF or messages,
 and under ASGI each of those costs thread hops on the hottest path. WebSocket
 routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the session's
@@ -33,6 +34,7 @@ from a2ahub.routing import routes  # noqa: E402
 from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import asgi as doors  # noqa: E402
+from protocol import mcp_door  # noqa: E402
 from protocol.routes import route_at  # noqa: E402
 from registry import body_limit as registry_body_limit  # noqa: E402
 
@@ -48,13 +50,23 @@ site_application = body_limit.guarded(
 )
 # The body limits of the A2A doors and of the registry, answered in their own shapes (the
 # web server asks for them before it reads a body).
-body_limit.FINDERS += [doors.body_limit_at, registry_body_limit.body_limit_at]
+body_limit.FINDERS += [
+    doors.body_limit_at,
+    mcp_door.body_limit_at,
+    registry_body_limit.body_limit_at,
+]
+# The MCP door reads its own body (the SDK's transport): guarded as the site is, so a body over
+# the limit gets the door's JSON-RPC refusal under any server.
+mcp_application = body_limit.guarded(mcp_door.serve)
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    route = route_at(scope.get("path", ""))
+    path = scope.get("path", "")
+    route = route_at(path)
     if route is not None:
         await doors.serve(scope, receive, send, route)
+    elif mcp_door.is_mcp(path):
+        await mcp_application(scope, receive, send)
     else:
         await site_application(scope, receive, send)
 

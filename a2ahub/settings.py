@@ -526,6 +526,9 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "httpx": {"level": "WARNING"},
+        # The MCP door (stateless) starts and stops the SDK's session manager, and its
+        # transport, for each request, and the SDK says so at INFO each time.
+        "mcp": {"level": "WARNING"},
         "psycopg.pool": {"level": "ERROR"},
         # While the database or Redis is away, every periodic job fails on every tick, beat
         # cannot send them, and the loops that keep tasks and deliveries going fail on each

@@ -11,7 +11,7 @@ from a2ahub import views as hub_views
 from a2ahub.login_throttle import throttled
 from agents import views as agent_views
 from developers import views as developer_views
-from registry import catalog
+from registry import catalog, mcp_card
 
 urlpatterns = [
     path("", developer_views.home, name="home"),
@@ -20,6 +20,8 @@ urlpatterns = [
     path(".well-known/agent-card.json", agent_views.hub_card, name="hub-card"),
     path(".well-known/agent.json", agent_views.hub_card),
     path(".well-known/ai-catalog.json", catalog.ai_catalog, name="catalog"),
+    path(".well-known/mcp/server-card", mcp_card.card, name="mcp-server-card"),
+    path("mcp/server-card", mcp_card.card),
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
     path("favicon.ico", hub_views.favicon, name="favicon"),
     path("healthz", hub_views.healthz, name="healthz"),

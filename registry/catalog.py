@@ -1,6 +1,7 @@
 """The AI Catalog at /.well-known/ai-catalog.json (the Agent-Card ai-catalog draft,
 `specification/ai-catalog.md`): every public agent, hosted or registered, as an entry
-pointing at its card, and the catalog signed with the hub's key (`catalog_signing`).
+pointing at its card, then the hub's MCP door as an entry pointing at its MCP Server Card
+(`registry.mcp_card`), and the catalog signed with the hub's key (`catalog_signing`).
 Registered agents whose registration expired are left out at once, before the sweep.
 
 An entry names what its card does not: its identifier, media type, URL, tags and when it
@@ -22,6 +23,7 @@ from django.views.decorators.http import require_GET
 from agents import card_trust, cards
 from agents.models import Agent
 from agents.views import public_base_url
+from registry import mcp_card
 from registry.actions import iso
 from registry.catalog_signing import signed
 
@@ -97,7 +99,10 @@ def ai_catalog(request: HttpRequest) -> HttpResponse:
     document = {
         "specVersion": SPEC_VERSION,
         "host": host_info(base, host),
-        "entries": [catalog_entry(agent, base, host) for agent in listed()],
+        "entries": [
+            *(catalog_entry(agent, base, host) for agent in listed()),
+            mcp_card.catalog_entry(base, host),
+        ],
     }
     response = JsonResponse(
         signed(document, base), content_type=MEDIA_TYPE, json_dumps_params={"ensure_ascii": False}

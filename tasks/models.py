@@ -40,11 +40,13 @@ OPEN_STATES = ACTIVE_STATES | INTERRUPTED_STATES
 
 
 class Binding(models.TextChoices):
-    """The door a task came through: the three A2A bindings, or the developer pages' "try it"."""
+    """The door a task came through: the three A2A bindings, the MCP door (`/mcp`), or the
+    developer pages' "try it"."""
 
     JSONRPC = "JSONRPC", "JSON-RPC"
     HTTP_JSON = "HTTP+JSON", "HTTP+JSON"
     GRPC = "GRPC", "gRPC"
+    MCP = "MCP", "MCP"
     PAGE = "PAGE", "developer page"
 
 

@@ -14,7 +14,7 @@ from jwcrypto.jws import InvalidJWSSignature
 
 from agents.models import Access, ApiKey
 from tests.door_client import Door
-from tests.registry.catalogs import verified
+from tests.registry.catalogs import agent_entries, verified
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_catalog_lists_public_agents_only(agent_factory: Any, client: Client) ->
     agent_factory("shown")
     agent_factory("hidden", public=False)
     agent_factory("disabled", enabled=False)
-    entries = catalog(client)["entries"]
+    entries = agent_entries(catalog(client))
     assert [entry["identifier"] for entry in entries] == ["urn:air:testserver:a2a:shown"]
 
 
@@ -103,7 +103,7 @@ def test_an_unchanged_catalog_reads_the_same_each_time(agent_factory: Any, clien
 def test_catalog_entries_point_at_cards_that_exist(agent_factory: Any, client: Client) -> None:
     agent_factory("one")
     agent_factory("two", skills=2)
-    for entry in catalog(client)["entries"]:
+    for entry in agent_entries(catalog(client)):
         assert entry["url"].startswith("http://testserver/agents/")
         path = entry["url"].removeprefix("http://testserver")
         assert client.get(path).json()["name"] == entry["identifier"].rsplit(":", 1)[1].title()
@@ -122,7 +122,7 @@ def test_catalog_lists_registered_agents_beside_hosted_ones(
             "skills": [{"id": "s", "name": "S", "description": "S.", "tags": ["t"]}]}  # fmt: skip
     client.post("/registry/agents", card, content_type="application/json",
                 HTTP_AUTHORIZATION=f"Bearer {raw}")  # fmt: skip
-    identifiers = [e["identifier"] for e in catalog(client)["entries"]]
+    identifiers = [e["identifier"] for e in agent_entries(catalog(client))]
     # The hub publishes its hosted agent; a registered one's publisher gave no urn:air name.
     assert identifiers == [
         "urn:air:testserver:a2a:hosted",
@@ -140,7 +140,7 @@ def test_restricting_an_agent_to_a_group_changes_neither_the_catalog_nor_its_car
         agent = agent_factory(slug, public=public, access=Access.LISTED)
         agent.allowed_groups.add(team)
 
-    entries = catalog(client)["entries"]
+    entries = agent_entries(catalog(client))
     assert [entry["identifier"] for entry in entries] == ["urn:air:testserver:a2a:team-public"]
     card = client.get("/agents/team-public/.well-known/agent-card.json")
     assert card.status_code == 200

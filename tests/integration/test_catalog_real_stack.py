@@ -27,6 +27,9 @@ def test_the_catalog_read_from_one_process_verifies_with_the_others_keys(hub: Hu
     assert response.headers["content-type"] == "application/ai-catalog+json"
     assert header["kid"] in {key["kid"] for key in jwks["keys"]}
     assert f"urn:air:{host}:a2a:echo" in [entry["identifier"] for entry in document["entries"]]
-    assert {entry["type"] for entry in document["entries"]} == {"application/a2a-agent-card+json"}
+    assert {entry["type"] for entry in document["entries"]} == {
+        "application/a2a-agent-card+json",
+        "application/mcp-server-card+json",
+    }
     with pytest.raises(InvalidJWSSignature):
         verified(document | {"entries": document["entries"][1:]}, jwks)

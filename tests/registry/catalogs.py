@@ -22,3 +22,11 @@ def verified(document: dict[str, Any], jwks: dict[str, Any]) -> dict[str, Any]:
     assert key is not None, f"the hub's JWKS has no key {header['kid']}"
     token.verify(key, alg="ES256", detached_payload=canonicalize(unsigned).encode())
     return header
+
+
+AGENT_CARD = "application/a2a-agent-card+json"
+
+
+def agent_entries(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The catalog's agent entries (the MCP door's entry left out)."""
+    return [entry for entry in document["entries"] if entry["type"] == AGENT_CARD]

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
+from tests.registry.catalogs import agent_entries
 from tests.registry.conftest import CARD_V1, CardServer, Registrar
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +19,7 @@ GIVEN = "urn:air:publisher.example:a2a:translator"
 
 
 def catalog_identifiers(client: Client) -> list[str]:
-    entries = client.get("/.well-known/ai-catalog.json").json()["entries"]
+    entries = agent_entries(client.get("/.well-known/ai-catalog.json").json())
     return [entry["identifier"] for entry in entries]
 
 

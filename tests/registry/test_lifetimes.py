@@ -16,6 +16,7 @@ from agents.models import Agent
 from registry.jobs import sweep_registrations
 from registry.models import Health, Registration
 from tests.door_client import Door
+from tests.registry.catalogs import agent_entries
 from tests.registry.conftest import CARD_V1, CardServer, Registrar
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_an_expired_registration_leaves_search(expired: Registration, anonymous:
 
 
 def test_an_expired_registration_leaves_the_catalog(expired: Registration, client: Client) -> None:
-    assert client.get("/.well-known/ai-catalog.json").json()["entries"] == []
+    assert agent_entries(client.get("/.well-known/ai-catalog.json").json()) == []
 
 
 def test_an_expired_registration_leaves_the_catalog_before_the_sweep(
@@ -53,7 +54,7 @@ def test_an_expired_registration_leaves_the_catalog_before_the_sweep(
 ) -> None:
     owner.register(CARD_V1)
     Registration.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert client.get("/.well-known/ai-catalog.json").json()["entries"] == []
+    assert agent_entries(client.get("/.well-known/ai-catalog.json").json()) == []
 
 
 @pytest.mark.parametrize("version", ["", "1.0"])
@@ -92,8 +93,8 @@ def test_a_heartbeat_brings_it_back(
 ) -> None:
     renewed = owner.heartbeat("translator")
     assert renewed.status_code == 200 and renewed.json()["status"] == "registered"
-    assert [e["identifier"] for e in client.get("/.well-known/ai-catalog.json").json()["entries"]
-            ] == ["urn:a2a-hub:testserver:agent:translator"]  # fmt: skip
+    listed = agent_entries(client.get("/.well-known/ai-catalog.json").json())
+    assert [e["identifier"] for e in listed] == ["urn:a2a-hub:testserver:agent:translator"]
     assert [a["agentId"] for a in owner.search().json()["agents"]] == ["translator"]
     assert client.get("/agents/translator/.well-known/agent-card.json").status_code == 200
 
