@@ -510,6 +510,13 @@ LOG_FORMAT = env_str("LOG_FORMAT", "plain").lower()
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 
+# Traces (a2ahub/tracing.py) are turned on by the standard OTEL_* variables, read by the
+# OpenTelemetry SDK itself. This is where the admin's task page links a task's trace id:
+# a URL with `{trace_id}` in it, such as http://127.0.0.1:16686/trace/{trace_id} (Jaeger).
+TRACE_URL_TEMPLATE = env_url("TRACE_URL_TEMPLATE", {"http", "https"})
+if TRACE_URL_TEMPLATE and "{trace_id}" not in TRACE_URL_TEMPLATE:
+    raise ImproperlyConfigured("TRACE_URL_TEMPLATE must hold {trace_id}, where the id goes")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
