@@ -218,6 +218,8 @@ MIDDLEWARE = [
     # First: every later middleware's log lines carry the request's id (the A2A doors,
     # served without middleware, set theirs in protocol/asgi.py).
     "a2ahub.request_id.RequestIdMiddleware",
+    # A span per request while tracing is on (the registry, the pages); not in the chain when off.
+    "a2ahub.tracing.TracingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -153,6 +153,17 @@ def annotate(**attributes: Any) -> None:
                                              for k, v in attributes.items()}))  # fmt: skip
 
 
+def link(traceparent: str) -> None:
+    """Link the current span to a stored trace (a later turn, a subscription to the task's
+    first call): related, not its child."""
+    if not enabled or not traceparent:
+        return
+    from opentelemetry.trace import get_current_span
+
+    for found in links((traceparent,)):
+        get_current_span().add_link(found.context)
+
+
 def note_result(result: Any) -> None:
     """The task (or message) a method answered with, on the current span: its ids and the
     state it reached."""
@@ -207,6 +218,19 @@ class Door:
         }))  # fmt: skip
         detach(self.token)
 
+    def finish_http(self, request: Any, status: int) -> None:
+        """A page's or the registry's request: named by its method and route."""
+        from opentelemetry.context import detach
+
+        match = getattr(request, "resolver_match", None)
+        route = f"/{match.route}" if match is not None and match.route else ""
+        self.span.update_name(f"{request.method} {route}".strip())
+        self.span.set_attributes(clean({
+            "http.request.method": request.method, "http.route": route,
+            "url.path": request.path, "http.response.status_code": status,
+        }))  # fmt: skip
+        detach(self.token)
+
     def close(self, response: Any, failed: bool) -> None:
         """End the span now, or with the response's stream."""
         if response.streaming:
@@ -231,8 +255,9 @@ def open_door(carrier: Mapping[str, str], binding: str) -> Door | None:
 
     parent = extract(carrier)
     span = tracer().start_span(
-        f"A2A {binding}", context=parent, kind=SpanKind.SERVER, attributes={"a2a.binding": binding}
-    )
+        f"A2A {binding}", context=parent, kind=SpanKind.SERVER,
+        attributes=clean({"a2a.binding": binding}),
+    )  # fmt: skip
     return Door(span, attach(set_span_in_context(span, parent)))
 
 
@@ -318,3 +343,52 @@ async def ended_with(content: AsyncIterator[bytes], door: Door) -> AsyncIterator
         raise
     finally:
         door.end(failed)
+
+
+# -- the pages and the registry (served by Django) ------------------------------------------------
+
+
+def TracingMiddleware(get_response: Any) -> Any:
+    """A server span for each request Django serves (the registry, the console, the admin,
+    the probes), continuing the caller's trace. While tracing is off it is not in the chain
+    at all: the factory hands back the next handler itself."""
+    if not enabled:
+        return get_response
+    from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+    if iscoroutinefunction(get_response):
+
+        async def traced(request: Any) -> Any:
+            door = open_door(request.headers, "")
+            assert door is not None
+            try:
+                response = await get_response(request)
+            except BaseException:
+                door.finish_http(request, 500)
+                door.end(True)
+                raise
+            door.finish_http(request, response.status_code)
+            door.end(response.status_code >= 500)
+            return response
+
+        markcoroutinefunction(traced)
+        return traced
+
+    def traced_sync(request: Any) -> Any:
+        door = open_door(request.headers, "")
+        assert door is not None
+        try:
+            response = get_response(request)
+        except BaseException:
+            door.finish_http(request, 500)
+            door.end(True)
+            raise
+        door.finish_http(request, response.status_code)
+        door.end(response.status_code >= 500)
+        return response
+
+    return traced_sync
+
+
+TracingMiddleware.sync_capable = True  # type: ignore[attr-defined]
+TracingMiddleware.async_capable = True  # type: ignore[attr-defined]

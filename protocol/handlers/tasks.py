@@ -306,6 +306,7 @@ async def prepare_follow_up(
 ) -> tuple[Task, list[pb.Message], int]:
     """The task, its messages with this one, and its last event's number after it."""
     task, history = await sync_to_async(check_follow_up)(call, message, push_config)
+    tracing.link(task.traceparent)  # the call that made the task
     try:
         added = await writer.add_user_message(
             task, call.principal.id, message, push_config, len(history), runner=token

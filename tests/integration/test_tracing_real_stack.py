@@ -255,3 +255,34 @@ def test_a_grpc_call_is_traced_the_same_way(hub: Hub, otlp: OtlpReceiver) -> Non
     assert span.attributes["a2a.task.id"] == answer.task.id
     assert span.attributes["a2a.task.state"] == "TASK_STATE_COMPLETED"
     assert span.attributes["rpc.grpc.status_code"] == "OK"
+
+
+def test_a_registry_search_is_a_span_of_the_callers_trace(hub: Hub, otlp: OtlpReceiver) -> None:
+    traceparent, trace_id, caller_span = new_traceparent()
+
+    found = httpx.get(f"{hub.web_a}/registry/agents?q=echo", timeout=TIMEOUT,
+                      headers={"traceparent": traceparent})  # fmt: skip
+
+    assert found.status_code == 200
+    assert eventually(lambda: any(s.kind == "SERVER" for s in otlp.of_trace(trace_id)), timeout=30)
+    span = next(s for s in otlp.of_trace(trace_id) if s.kind == "SERVER")
+    assert span.parent_id == caller_span
+    assert span.name == "GET /registry/agents"
+    assert span.attributes["http.response.status_code"] == 200
+
+
+def test_a_later_turn_links_to_the_call_that_made_the_task(hub: Hub, otlp: OtlpReceiver) -> None:
+    first, first_trace, _ = new_traceparent()
+    task = rpc(hub.web_a, "interview", {"message": message("hello")}, first)["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+    later, later_trace, _ = new_traceparent()
+    answer = message("blue") | {"taskId": task["id"], "contextId": task["contextId"]}
+
+    rpc(hub.web_a, "interview", {"message": answer}, later)
+
+    def linked() -> list[Span]:
+        return [s for s in doors(otlp.of_trace(later_trace))
+                if any(trace == first_trace for trace, _ in s.links)]  # fmt: skip
+
+    assert eventually(lambda: bool(linked()), timeout=30), otlp.of_trace(later_trace)
+    assert linked()[0].attributes["a2a.task.id"] == task["id"]
