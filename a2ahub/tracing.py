@@ -182,12 +182,12 @@ def note_result(result: Any) -> None:
         span.set_attributes(clean({"a2a.task.id": result.task_id,
                                    "a2a.context.id": result.context_id}))  # fmt: skip
     elif hasattr(result, "WhichOneof"):  # a SendMessageResponse or a stream's event
-        which = result.WhichOneof("payload") if "payload" in fields_of(result) else None
+        which = result.WhichOneof("payload") if "payload" in oneofs_of(result) else None
         if which:
             note_result(getattr(result, which))
 
 
-def fields_of(message: Any) -> set[str]:
+def oneofs_of(message: Any) -> set[str]:
     return {f.name for f in message.DESCRIPTOR.oneofs}
 
 
@@ -253,7 +253,8 @@ def open_door(carrier: Mapping[str, str], binding: str) -> Door | None:
     from opentelemetry.context import attach
     from opentelemetry.trace import SpanKind, set_span_in_context
 
-    parent = extract(carrier)
+    # Most calls carry no trace context: the propagators' work is skipped for them.
+    parent = extract(carrier) if any(name in carrier for name in CONTEXT_HEADERS) else None
     span = tracer().start_span(
         f"A2A {binding}", context=parent, kind=SpanKind.SERVER,
         attributes=clean({"a2a.binding": binding}),
@@ -303,9 +304,13 @@ def current_traceparent() -> str:
     """The current span's `traceparent`, to store with what it made ("" when off or none)."""
     if not enabled:
         return ""
-    carrier: dict[str, str] = {}
-    inject(carrier)
-    return carrier.get("traceparent", "")
+    from opentelemetry.trace import get_current_span
+
+    # Spelled here rather than by the propagator: a send stores one on each new task.
+    context = get_current_span().get_span_context()
+    if not context.is_valid:
+        return ""
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
 
 def trace_id_of(traceparent: str) -> str:
