@@ -1,6 +1,7 @@
 """Log lines as JSON objects, one a line (`LOG_FORMAT=json`): time, level, logger, message,
 process, the request being handled (its id, agent, JSON-RPC method and binding, as far as
-they are known) and the exception's text when there is one.
+they are known), the trace and span ids while tracing is on (`a2ahub.tracing`) and the
+exception's text when there is one.
 
 The request is read from its context variable (`a2ahub.request_id`) as the line is written:
 handlers format in the thread or task that logged, which is the request's own.
@@ -14,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from a2ahub import outages, request_id
+from a2ahub import outages, request_id, tracing
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,6 +39,10 @@ class JsonFormatter(logging.Formatter):
                 )
                 if value
             )
+        if tracing.enabled:
+            trace_id, span_id = tracing.log_ids()
+            if trace_id:
+                line["trace_id"], line["span_id"] = trace_id, span_id
         if record.exc_info:
             record.exc_text = record.exc_text or self.formatException(record.exc_info)
         if record.exc_text:

@@ -29,7 +29,7 @@ import aiohttp
 import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from a2ahub import numerals, outbound
+from a2ahub import numerals, outbound, tracing
 
 DNS_CACHE_SECONDS = 5.0
 
@@ -105,6 +105,7 @@ class OutboundPool:
         outbound.check_target(url, self._hub_paths)
         started = time.monotonic()
         sent = {**headers, "User-Agent": outbound.USER_AGENT}
+        tracing.inject(sent)  # the receiver continues the trace (nothing while tracing is off)
         async with asyncio.timeout(timeout):
             async with self.session().post(
                 url, data=content, headers=sent, allow_redirects=False

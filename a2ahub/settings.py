@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from a2ahub.tracing import configured as tracing_configured
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -218,6 +220,8 @@ MIDDLEWARE = [
     # First: every later middleware's log lines carry the request's id (the A2A doors,
     # served without middleware, set theirs in protocol/asgi.py).
     "a2ahub.request_id.RequestIdMiddleware",
+    # A span per request while tracing is on (the registry, the pages); not in the chain when off.
+    "a2ahub.tracing.TracingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -509,6 +513,17 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOG_FORMAT = env_str("LOG_FORMAT", "plain").lower()
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
+
+# Traces (a2ahub/tracing.py) are turned on by the standard OTEL_* variables, read by the
+# OpenTelemetry SDK itself. This is where the admin's task page links a task's trace id:
+# a URL with `{trace_id}` in it, such as http://127.0.0.1:16686/trace/{trace_id} (Jaeger).
+TRACE_URL_TEMPLATE = env_url("TRACE_URL_TEMPLATE", {"http", "https"})
+if not tracing_configured(os.environ):
+    # The A2A SDK's own client spans (remote agents) would be made, unrecorded, on every call
+    # when OpenTelemetry is installed: off with the hub's. Read when the SDK is imported.
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+if TRACE_URL_TEMPLATE and "{trace_id}" not in TRACE_URL_TEMPLATE:
+    raise ImproperlyConfigured("TRACE_URL_TEMPLATE must hold {trace_id}, where the id goes")
 
 LOGGING = {
     "version": 1,

@@ -30,7 +30,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
-from a2ahub import redis_clients, request_id
+from a2ahub import redis_clients, request_id, tracing
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +183,8 @@ def job_message(job: Any, args: Sequence[Any]) -> str:
     }  # fmt: skip
     if sent_by := request_id.current_id():
         headers[request_id.JOB_HEADER] = sent_by  # the job's log lines carry it (a2ahub.celery)
+    if tracing.enabled:
+        tracing.inject(headers)  # the job's run continues the trace (Celery's instrumentation)
     properties = {
         "correlation_id": job_id, "reply_to": "", "delivery_mode": 2,
         "delivery_info": {"exchange": "", "routing_key": queue_name()}, "priority": 0,

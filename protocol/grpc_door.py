@@ -29,7 +29,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.message_factory import GetMessageClass
 
-from a2ahub import metrics, request_id
+from a2ahub import metrics, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -169,6 +169,7 @@ async def admit(
     call = Call(agent, principal, version, base_url, extensions, door.last_event_id(http),
                 binding=Binding.GRPC, hops=door.check_hops(http))  # fmt: skip
     door.count_call(call)
+    tracing.note_agent(agent.slug, agent.pk, agent.name)
     method = V1_METHODS[name]
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
@@ -222,11 +223,14 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
     async def unary(self, name: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ex = Exchange(name)
         started = begin(context, ex)
+        door_span = open_door(context) if tracing.enabled else None
         refusal: Refusal | None = None
         try:
             async with door.request_context():
                 call, method = await admit(name, request, context, ex)
                 result = await resolve(method.handler)(call, request)
+            if door_span is not None:
+                tracing.note_result(result)
             size = big_bodies.size_of(result)
             return await big_bodies.off_loop(size, answer_of, name, result)
         except Exception as exc:
@@ -234,6 +238,8 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
             ex.code = refusal.code.name
         finally:
             record(ex, started)
+            if door_span is not None:
+                close_door(door_span, ex)
         assert refusal is not None
         await end_with(context, refusal)
 
@@ -242,6 +248,7 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
     ) -> AsyncIterator[pb.StreamResponse]:
         ex = Exchange(name)
         started = begin(context, ex)
+        door_span = open_door(context) if tracing.enabled else None
         refusal: Refusal | None = None
         try:
             # Read outside the call's thread context, as the SSE doors answer: a stream may
@@ -253,6 +260,9 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
             refusal = refusal_for(exc)
             ex.code = refusal.code.name
         record(ex, started)  # as the SSE doors count a stream: at its start
+        if door_span is not None:
+            # Its attributes now, while the span is current; it ends with the stream.
+            close_door(door_span, ex, end=refusal is not None)
         if refusal is not None:
             await end_with(context, refusal)
             return
@@ -267,6 +277,8 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
         finally:
             metrics.OPEN_STREAMS.dec()
             await items.aclose()
+            if door_span is not None:
+                door_span.end(refusal is not None)
         if refusal is not None:
             await end_with(context, refusal)
 
@@ -314,6 +326,16 @@ def begin(context: grpc.aio.ServicerContext, ex: Exchange) -> float:
     request_id.begin(sent if isinstance(sent, str) else None)
     request_id.describe(ex, BINDING)
     return time.perf_counter()
+
+
+def open_door(context: grpc.aio.ServicerContext) -> tracing.Door | None:
+    return tracing.open_door(tracing.metadata_carrier(context.invocation_metadata()), BINDING)
+
+
+def close_door(door_span: tracing.Door, ex: Exchange, end: bool = True) -> None:
+    door_span.finish(ex.agent, ex.method, ex.version, BINDING, {"rpc.grpc.status_code": ex.code})
+    if end:
+        door_span.end(ex.code != "OK")
 
 
 def record(ex: Exchange, started: float) -> None:

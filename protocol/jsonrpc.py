@@ -18,7 +18,7 @@ from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from google.protobuf.json_format import ParseError
 
-from a2ahub import metrics, request_id
+from a2ahub import metrics, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -196,6 +196,7 @@ async def handle(request: Request, agent: Agent | None, ex: Exchange) -> HttpRes
     call = Call(agent, principal, ex.version, request.base_url, extensions,
                 door.last_event_id(request), hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
+    tracing.note_agent(agent.slug, agent.pk, agent.name)
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
     read = await big_bodies.off_loop(len(body), read_params, method, params, ex.version, body)
@@ -207,6 +208,7 @@ async def handle(request: Request, agent: Agent | None, ex: Exchange) -> HttpRes
         # No task the hub named so: perhaps one a 0.1 caller named so itself.
         ex.version, method, call = V01, V01_METHODS[method_name], replace(call, version=V01)
         result = await resolve(method.handler)(call, parse_params(method, params, ex.version))
+    tracing.note_result(result)
     if method.streaming:
         return sse_response(result, stream_framing(ex, params))
     size = max(len(body), big_bodies.size_of(result))
@@ -258,9 +260,15 @@ async def answer(
     ex = Exchange(absent=absent)
     request_id.describe(ex, "jsonrpc")
     started = time.perf_counter()
+    door_span = tracing.open_door(request.headers, "jsonrpc") if tracing.enabled else None
     response = await respond(request, agent, ex)
     metrics.record_request(ex.agent, ex.method, ex.version, "jsonrpc", ex.code,
                            time.perf_counter() - started)  # fmt: skip
+    if door_span is not None:
+        code = {} if ex.code == "ok" else {"rpc.jsonrpc.error_code": int(ex.code)}
+        door_span.finish(ex.agent, ex.method, ex.version, "jsonrpc",
+                         code | {"http.response.status_code": response.status_code})  # fmt: skip
+        door_span.close(response, failed=ex.code != "ok")
     return response
 
 

@@ -28,7 +28,7 @@ from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from google.protobuf.json_format import ParseError
 
-from a2ahub import jsonbytes, metrics, numerals, request_id
+from a2ahub import jsonbytes, metrics, numerals, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -374,12 +374,14 @@ async def handle(
                 door.last_event_id(request), binding=Binding.HTTP_JSON,
                 hops=door.check_hops(request))  # fmt: skip
     door.count_call(call)
+    tracing.note_agent(agent.slug, agent.pk, agent.name)
     method = operation.entry
     if method.streaming and not agent.streaming:
         raise UnsupportedOperationError("This agent does not stream.")
     found = Found(request, path, content)
     read = await big_bodies.off_loop(len(raw), read_operation, operation, found, raw)
     result = await resolve(method.handler)(call, read)
+    tracing.note_result(result)
     if method.streaming:
         return sse_response(result, stream_framing(ex.version))
     size = max(len(raw), big_bodies.size_of(result))
@@ -402,9 +404,15 @@ async def answer(
     ex = Exchange(V03 if tail.lstrip("/").startswith("v1/") else V1)
     request_id.describe(ex, "rest")
     started = time.perf_counter()
+    door_span = tracing.open_door(request.headers, "rest") if tracing.enabled else None
     response = await respond(request, agent, tail, ex, tenant)
     metrics.record_request(ex.agent, ex.method, ex.version, "rest",
                            str(response.status_code), time.perf_counter() - started)  # fmt: skip
+    if door_span is not None:
+        status = response.status_code
+        door_span.finish(ex.agent, ex.method, ex.version, "rest",
+                         {"http.response.status_code": status})  # fmt: skip
+        door_span.close(response, failed=status >= 400)
     return response
 
 

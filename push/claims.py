@@ -49,6 +49,7 @@ class Target:
     task_id: str
     client_id: str
     config_id: str = ""  # the id the client named the config by
+    traceparent: str = ""  # of the call that made the task: its deliveries join that trace
 
 
 @dataclass
@@ -138,7 +139,7 @@ def claim_sql() -> str:
         RETURNING c.{config_col("id")} AS id, free.held_until IS NOT NULL AS lapsed,
                   {", ".join(f"c.{config_col(n)}" for n in target)}
     )
-    SELECT k.*, t.{column(Task, "client_id")}, w.*
+    SELECT k.*, t.{column(Task, "client_id")}, t.{column(Task, "traceparent")}, w.*
       FROM claimed k
       JOIN {table(Task)} t ON t.{column(Task, "id")} = k.{config_col("task")}
       LEFT JOIN LATERAL (
@@ -158,10 +159,12 @@ def claim_on_postgresql(now: datetime, limit: int) -> list[Claimed]:
         cursor.execute(claim_sql(), params)
         rows = cursor.fetchall()
     queues: dict[int, Claimed] = {}
-    for pk, lapsed, url, token, scheme, secret, version, task_id, name, client_id, *item in rows:
+    for pk, lapsed, url, token, scheme, secret, version, task_id, *rest in rows:
+        name, client_id, trace, *item = rest
         queue = queues.get(pk)
         if queue is None:
-            target = Target(pk, url, token, scheme, secret, version, str(task_id), client_id, name)
+            target = Target(pk, url, token, scheme, secret, version, str(task_id), client_id, name,
+                            trace)  # fmt: skip
             queue = queues[pk] = Claimed(target, [], bool(lapsed))
         if item[0] is not None:
             queue.items.append(Item(*item))
@@ -211,10 +214,11 @@ def load(leases: dict[int, bool]) -> list[Claimed]:
         "task_id",
         "task__client_id",
         "config_id",
+        "task__traceparent",
     )
     targets = {
-        pk: Target(pk, url, token, scheme, credentials, version, str(task_id), client_id, name)
-        for pk, url, token, scheme, credentials, version, task_id, client_id, name in rows
+        pk: Target(pk, url, token, scheme, credentials, version, str(task_id), *rest)
+        for pk, url, token, scheme, credentials, version, task_id, *rest in rows
     }
     items: dict[int, list[Item]] = {pk: [] for pk in targets}
     for row in first_deliveries(list(targets)):

@@ -52,7 +52,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 
-from a2ahub import bus, metrics, signing
+from a2ahub import bus, metrics, signing, tracing
 from a2ahub.outbound import origin_of
 from a2ahub.outbound_pool import OutboundPool, describe
 from push import claims, delivery, outcomes, receivers
@@ -288,6 +288,15 @@ class Engine:
 
     async def attempt(self, target: Target, item: Item) -> bool:
         """One attempt of one delivery, its outcome recorded; True when the queue goes on."""
+        if tracing.enabled:
+            with delivery_span(target, item):
+                go_on = await self.attempted(target, item)
+                tracing.annotate(a2a__push__outcome=self.outcomes[-1].kind if self.outcomes
+                                 else "")  # fmt: skip
+                return go_on
+        return await self.attempted(target, item)
+
+    async def attempted(self, target: Target, item: Item) -> bool:
         started, clock = timezone.now(), time.monotonic()
         try:
             if delivery.needs_task(target):
@@ -402,6 +411,18 @@ class Engine:
                     await self.in_db(claims.renew, held)
                 except Exception:
                     logger.exception("push: renewing %d leases failed", len(held))
+
+
+def delivery_span(target: Target, item: Item) -> Any:
+    """A delivery attempt's span: the first one in the trace of the call that made the task
+    (its receiver reads that trace's `traceparent`), a retry in a trace of its own linked to
+    it, not a child of a request long gone."""
+    attributes = {"a2a.task.id": target.task_id, "a2a.push.delivery": str(item.id),
+                  "a2a.push.attempt": item.attempts + 1, "url.full": target.url}  # fmt: skip
+    if item.attempts == 0 and target.traceparent:
+        return tracing.span("a2a.push.deliver", "CLIENT", attributes, parent=target.traceparent)
+    return tracing.span("a2a.push.deliver", "CLIENT", attributes, links_to=(target.traceparent,),
+                        parent="")  # fmt: skip
 
 
 def write_batch(batch: list[Outcome], releases: list[int]) -> None:

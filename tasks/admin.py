@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -26,7 +27,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
-from a2ahub import when
+from a2ahub import tracing, when
 from agents import kinds
 from tasks import changes, retention, stored_files, writer
 from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
@@ -294,6 +295,19 @@ def search_matches(term: str) -> Q:
     return found
 
 
+def trace_link(traceparent: str) -> SafeString | str:
+    """The trace id of the call that made the task, linked to the trace viewer when
+    TRACE_URL_TEMPLATE names one ("-" for a task made while tracing was off)."""
+    trace_id = tracing.trace_id_of(traceparent)
+    if not trace_id:
+        return "-"
+    template = settings.TRACE_URL_TEMPLATE
+    if not template:
+        return trace_id
+    return format_html('<a href="{}" rel="noreferrer">{}</a>',
+                       template.replace("{trace_id}", trace_id), trace_id)  # fmt: skip
+
+
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
     list_display = [
@@ -323,9 +337,9 @@ class TaskAdmin(admin.ModelAdmin):
                            "status_timestamp", "status_text"]}),
         ("Execution", {"fields": ["protocol_version", "binding", "execution", "runner",
                                   "heartbeat_at", "last_sequence", "last_error"]}),
-        ("Metadata", {"fields": ["metadata", "created_at", "updated_at"]}),
+        ("Metadata", {"fields": ["metadata", "created_at", "updated_at", "trace"]}),
     ]  # fmt: skip
-    readonly_fields = ["status_text", "execution"]
+    readonly_fields = ["status_text", "execution", "trace"]
 
     # State changes only through the writer: the admin shows tasks and cancels them.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -351,6 +365,10 @@ class TaskAdmin(admin.ModelAdmin):
     @admin.display(description="execution mode", ordering="execution_mode")
     def execution(self, task: Task) -> str:
         return execution_label(task.execution_mode, task.get_execution_mode_display())
+
+    @admin.display(description="trace")
+    def trace(self, task: Task) -> SafeString | str:
+        return trace_link(task.traceparent)
 
     @admin.display(description="status changed", ordering="status_timestamp")
     def status_moved(self, task: Task) -> SafeString:

@@ -75,6 +75,7 @@ class NewTask:
     # The id a pre-0.2 client chose for the task (`Task.client_id`); "" for the others.
     client_id: str = ""
     binding: str = "JSONRPC"  # a `Binding`
+    traceparent: str = ""  # the creating call's trace context (`a2ahub.tracing`)
 
 
 @dataclass
@@ -251,7 +252,7 @@ def plan_open(
         id=spec.id, context_id=spec.context_id, agent_id=spec.agent_id, owner=spec.owner,
         client_id=spec.client_id, state=S.SUBMITTED, status_timestamp=now, metadata=spec.metadata,
         protocol_version=spec.protocol_version, binding=spec.binding,
-        execution_mode=spec.execution_mode,
+        execution_mode=spec.execution_mode, traceparent=spec.traceparent,
         runner=runner, heartbeat_at=now if runner else None, created_at=now, updated_at=now,
     )  # fmt: skip
     task.push_enabled = spec.push_config is not None

@@ -74,6 +74,9 @@ class Task(models.Model):
     runner = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # The W3C `traceparent` of the call that created the task (empty while tracing is off):
+    # its later turns and its webhook deliveries link to that trace. Never shown to clients.
+    traceparent = models.CharField(max_length=55, blank=True, default="")
     # Set once a push config exists, so writes of tasks without webhooks skip the lookup.
     push_enabled = models.BooleanField(default=False)
     created_at = models.DateTimeField()

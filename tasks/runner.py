@@ -29,7 +29,7 @@ from django.db import (
 )
 from django.utils import timezone
 
-from a2ahub import bus, schedule
+from a2ahub import bus, schedule, tracing
 from a2ahub.errors import A2AError
 from a2ahub.outages import DATABASE_AWAY
 from agents.kinds import executor_class
@@ -120,6 +120,20 @@ async def start(
 
 
 async def execute(run: Run) -> None:
+    if tracing.enabled:
+        agent = run.context.agent
+        kind = agent.executor_kind
+        attributes = {"a2a.task.id": run.updater.task_id, "a2a.agent": agent.slug,
+                      "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent.slug,
+                      "gen_ai.agent.id": str(agent.pk), "a2a.executor": kind}  # fmt: skip
+        with tracing.span(f"a2a.executor {kind}", attributes=attributes):
+            await executed(run)
+            tracing.annotate(a2a__task__state=str(run.updater.state))
+        return
+    await executed(run)
+
+
+async def executed(run: Run) -> None:
     updater = run.updater
     limit = run.context.agent.task_timeout_seconds
     try:

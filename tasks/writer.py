@@ -21,6 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError
 from django.utils import timezone
 
+from a2ahub import tracing
 from a2ahub.errors import InvalidParamsError, invalid_params
 from tasks import hooks, reading, sql, stopping
 from tasks.changes import (
@@ -58,6 +59,16 @@ async def open(
     Without `history` the outcome knows no messages, and the turn's end carries no snapshot
     of the task (a stream, say, has no use for one). `again`: a retry of a write whose
     answer was lost, which may have been stored (the task's id is this write's own)."""
+    if tracing.enabled:
+        with tracing.span("a2a.task.write", attributes={"a2a.task.id": str(spec.id),
+                                                         "a2a.task.write": "open"}):  # fmt: skip
+            return await stored(spec, changes, runner, history, again)
+    return await stored(spec, changes, runner, history, again)
+
+
+async def stored(
+    spec: NewTask, changes: Sequence[Change], runner: str, history: bool, again: bool
+) -> Outcome:
     task, plan, end = plan_open(spec, changes, runner)
     extra = hooks.rows_for(task, spec.push_config) if spec.push_config is not None else []
     try:
@@ -113,6 +124,21 @@ async def record(
     fields in the same write. `after`: a retry of a write whose answer was lost, made only
     if the task's last event is still this one (and taken as done if the lost write's
     events follow it)."""
+    if tracing.enabled:
+        with tracing.span("a2a.task.write", attributes={"a2a.task.id": str(task_id),
+                                                         "a2a.task.write": "record"}):  # fmt: skip
+            return await recorded(task_id, expected, changes, known, also, after)
+    return await recorded(task_id, expected, changes, known, also, after)
+
+
+async def recorded(
+    task_id: uuid.UUID | str,
+    expected: TaskState,
+    changes: Sequence[Change],
+    known: Known | None,
+    also: dict[str, Any] | None,
+    after: int | None,
+) -> Outcome:
     end = final_state(expected, changes)
     if known is None:
         known = await sync_to_async(reading.read_known)(task_id)

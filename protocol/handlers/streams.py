@@ -17,6 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+from a2ahub import tracing
 from a2ahub.errors import InternalError, UnsupportedOperationError
 from protocol.calls import Call
 from protocol.handlers.owned import owned_task
@@ -221,6 +222,8 @@ async def subscribe_to_task(
     call: Call, request: pb.SubscribeToTaskRequest
 ) -> AsyncIterator[StreamItem]:
     task = await released(owned_task)(call, request.id)
+    tracing.link(task.traceparent)  # the call that made the task
+    tracing.annotate(a2a__task__id=str(task.id), a2a__context__id=task.context_id)
     if task.state in TERMINAL_STATES:
         raise UnsupportedOperationError(
             f"Task {request.id} is {task.state}; there is nothing to follow."

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
-from a2ahub import hops
+from a2ahub import hops, tracing
 from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
@@ -306,6 +306,7 @@ async def prepare_follow_up(
 ) -> tuple[Task, list[pb.Message], int]:
     """The task, its messages with this one, and its last event's number after it."""
     task, history = await sync_to_async(check_follow_up)(call, message, push_config)
+    tracing.link(task.traceparent)  # the call that made the task
     try:
         added = await writer.add_user_message(
             task, call.principal.id, message, push_config, len(history), runner=token
@@ -385,6 +386,7 @@ def spec_for(
         agent_id=call.agent.pk, owner=call.principal.id, context_id=context_id,
         message=request.message, protocol_version=call.version, binding=call.binding,
         execution_mode=execution_mode(call.agent), metadata=metadata, id=task_id,
+        traceparent=tracing.current_traceparent() if tracing.enabled else "",
     )  # fmt: skip
 
 
@@ -469,7 +471,8 @@ async def queue_turn(spec: NewTask, turn: Turn, reply_to: str = "") -> bool:
     when the turn ends. Whether the broker took the job at once."""
     if not turn.stored:
         await writer.open(spec, [], runner=turn.token)
-    return await queueing.enqueue_run(str(spec.id), turn.token, reply_to)
+    with tracing.span("a2a.turn.queue", "PRODUCER", {"a2a.task.id": str(spec.id)}):
+        return await queueing.enqueue_run(str(spec.id), turn.token, reply_to)
 
 
 async def wait_for_end(task_id: str, reply: asyncio.Future[bytes]) -> bytes:
