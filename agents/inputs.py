@@ -142,7 +142,7 @@ class MediaTypesField(forms.Field):
 class Column:
     key: str
     label: str
-    kind: str = "text"  # text, checkbox or select
+    kind: str = "text"  # text, password (never shown back), checkbox or select
     placeholder: str = ""
     choices: list[tuple[str, str]] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)  # offered as a datalist
