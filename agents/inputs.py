@@ -351,11 +351,18 @@ class ExecutorSettingsWidget(forms.Widget):
     shown and the others hidden and disabled, so only its fields are posted."""
 
     template_name = "agents/widgets/executor_settings.html"
-    Media = InputsMedia
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.forms: list[tuple[str, Any, bool]] = []
+
+    @property
+    def media(self) -> forms.Media:
+        """The inputs' own, and whatever the kinds' forms need (the `llm` form's check)."""
+        media = forms.Media(js=InputsMedia.js, css=dict(InputsMedia.css))
+        for _, settings_form, _ in self.forms:
+            media += settings_form.media
+        return media
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
         # A raw JSON object (scripts, older pages) is still taken, as the admin took it.

@@ -67,6 +67,8 @@ class ModelServer:
     port: int = field(default_factory=free_port)
     scripts: dict[str, deque[Reply]] = field(default_factory=lambda: defaultdict(deque))
     seen: dict[str, list[Seen]] = field(default_factory=lambda: defaultdict(list))
+    # When each answer's first token was written (time.perf_counter), per model.
+    first_tokens: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     hung_up: dict[str, threading.Event] = field(
         default_factory=lambda: defaultdict(threading.Event)
     )
@@ -175,6 +177,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.frame(model, {"role": "assistant", "content": ""})
                 for number, text in enumerate(reply.chunks):
                     self.frame(model, {"content": text})
+                    if number == 0:
+                        self.server.owner.first_tokens[model].append(time.perf_counter())
                     if number == 0 and reply.gate is not None:
                         reply.gate.wait(30)
                 if reply.hold:
