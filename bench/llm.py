@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
+    # The model server and the client share this process: hand the GIL over at once, so the
+    # client reads a frame when it arrives, not when the server thread's slice ends (5 ms).
+    sys.setswitchinterval(0.0001)
     models = ModelServer().start()
     settings = {"OUTBOUND_ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
     rows: dict[str, dict[str, Any]] = {}

@@ -293,6 +293,10 @@ class Answer:
             [pb.Part(text=text)], artifact_id=self.artifact_id, name=ANSWER_NAME,
             append=bool(self.artifact_id),
         )  # fmt: skip
+        # One loop turn: the write the chunk scheduled starts now, not when the model's stream
+        # next waits (a fast server's whole answer may be read at once); chunks that come
+        # while it writes go in the next write together.
+        await asyncio.sleep(0)
 
     async def close(self) -> None:
         if self.artifact_id:
