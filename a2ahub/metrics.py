@@ -186,6 +186,11 @@ shared_counter(
     "found none), held (the engine already works the task's queue) or full (no room).",
     ["outcome"],
 )
+shared_counter(
+    "a2ahub_llm_tokens",
+    "Tokens used by `llm` agents' model calls, by agent, model and kind (prompt or completion).",
+    ["agent", "model", "kind"],
+)
 
 
 class SharedAndQueued(Collector):

@@ -422,7 +422,18 @@ EXECUTOR_KINDS: dict[str, dict[str, str]] = {
         "class": "executors.orchestrator.OrchestratorExecutor",
         "label": "Orchestrator demo (sends sub-tasks to hosted agents)",
     },
+    "llm": {
+        "class": "executors.llm.LlmExecutor",
+        "label": "Model with instructions and tools (OpenAI-compatible server)",
+    },
 }
+# The longest answer an `llm` agent's model may give in one turn, in bytes of text: past it,
+# the task fails (the model server's whole stream is held to a multiple of it).
+LLM_MAX_ANSWER_BYTES = env_int("LLM_MAX_ANSWER_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024)
+# The demo `assistant` agent's model server (seed_demo): enabled when both are set.
+LLM_BASE_URL = env_str("LLM_BASE_URL")
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_API_KEY = env_str("LLM_API_KEY")
 # Each kind's settings form, shown by the admin and the developer pages alike.
 EXECUTOR_SETTINGS_FORMS = "executors.settings_forms.SETTINGS_FORMS"
 # Modules that register Python skills (@skill) for agents of the `python` executor kind.

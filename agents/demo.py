@@ -199,3 +199,43 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         ],
     },
 ]
+
+
+ASSISTANT_SLUG = "assistant"
+ASSISTANT_DESCRIPTION = "A model with instructions, using the echo and toolbox agents as tools."
+ASSISTANT_NEEDS = (
+    "Disabled: set LLM_BASE_URL and LLM_MODEL (LLM_API_KEY optional) and run seed_demo again."
+)
+
+
+def assistant_agent(base_url: str, model: str) -> dict[str, Any]:
+    """The `llm` demo: enabled when the hub names a model server (LLM_BASE_URL, LLM_MODEL),
+    otherwise disabled, its description saying why. Its key is sealed by seed_demo."""
+    enabled = bool(base_url and model)
+    return {
+        "slug": ASSISTANT_SLUG,
+        "name": "Assistant",
+        "description": ASSISTANT_DESCRIPTION
+        if enabled
+        else f"{ASSISTANT_DESCRIPTION} {ASSISTANT_NEEDS}",
+        "executor_kind": "llm",
+        "enabled": enabled,
+        "executor_settings": {
+            "base_url": base_url or "http://127.0.0.1:11434/v1",
+            "model": model or "llama3.2",
+            "instructions": "You are the A2A Hub's demo assistant. Answer briefly. Use the echo "
+            "agent to repeat text and the toolbox agent for its tools when they help.",
+            "max_steps": 5,
+            "timeout": 60,
+            "agents": ["echo", "toolbox"],
+        },
+        "skills": [
+            {
+                "skill_id": "chat",
+                "name": "Chat",
+                "description": "Answers questions, calling the echo and toolbox agents as tools.",
+                "tags": ["llm", "chat", "demo"],
+                "examples": ["What can you do?", "Reverse the word stressed with your tools."],
+            }
+        ],
+    }

@@ -142,7 +142,7 @@ class MediaTypesField(forms.Field):
 class Column:
     key: str
     label: str
-    kind: str = "text"  # text, checkbox or select
+    kind: str = "text"  # text, password (never shown back), checkbox or select
     placeholder: str = ""
     choices: list[tuple[str, str]] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)  # offered as a datalist
@@ -351,11 +351,18 @@ class ExecutorSettingsWidget(forms.Widget):
     shown and the others hidden and disabled, so only its fields are posted."""
 
     template_name = "agents/widgets/executor_settings.html"
-    Media = InputsMedia
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.forms: list[tuple[str, Any, bool]] = []
+
+    @property
+    def media(self) -> forms.Media:
+        """The inputs' own, and whatever the kinds' forms need (the `llm` form's check)."""
+        media = forms.Media(js=InputsMedia.js, css=dict(InputsMedia.css))
+        for _, settings_form, _ in self.forms:
+            media += settings_form.media
+        return media
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
         # A raw JSON object (scripts, older pages) is still taken, as the admin took it.

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from a2ahub.login_throttle import throttled
-from developers import agent_access, applications, chat, task_pages, views
+from developers import agent_access, applications, chat, llm_check, task_pages, views
 
 app_name = "developers"
 
@@ -27,6 +27,7 @@ urlpatterns = [
     path("register/", views.agent_create, name="agent-new"),
     path("register/preview/", views.preview_new, name="preview-new"),
     path("import/", views.agent_import, name="agent-import"),
+    path("llm/check/", llm_check.llm_check, name="llm-check"),
     path("agents/<str:slug>/", views.agent_detail, name="agent"),
     path("agents/<str:slug>/edit/", views.agent_edit, name="agent-edit"),
     path("agents/<str:slug>/preview/", views.preview_existing, name="preview"),

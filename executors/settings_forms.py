@@ -8,63 +8,22 @@ without settings (conformance) have no form: `settings_form_for` answers None.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape
 
-from agents.forms import validate_executor_settings
 from agents.inputs import Column, RowsWidget, filled
 from agents.models import slug_validator
 from executors import echo, http, interview, remote, slow
 from executors.http import validate_http_settings
+from executors.llm_form import LlmSettingsForm
 from executors.python import validate_python_settings
 from executors.remote import validate_remote_settings
+from executors.settings_form_base import ExecutorSettingsForm, seconds_field
 
 ANY_SKILL = "*"  # function_names' key for a single {"function": name}
-
-
-class ExecutorSettingsForm(forms.Form):
-    """A kind's settings as fields. Subclasses name their `kind`, the `keys` of the dict they
-    own (other keys already stored, e.g. an import's sync time, are kept) and convert."""
-
-    kind: ClassVar[str] = ""
-    keys: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any] | None, **kwargs: Any) -> ExecutorSettingsForm:
-        """An unbound form showing `settings` (the fields' defaults where a key is missing)."""
-        return cls(initial=cls.initial_from(settings or {}), **kwargs)
-
-    @classmethod
-    def initial_from(cls, settings: dict[str, Any]) -> dict[str, Any]:
-        return {key: settings[key] for key in cls.keys if key in settings}
-
-    def to_settings(self) -> dict[str, Any]:
-        return {key: self.cleaned_data[key] for key in self.keys}
-
-    def settings(self, stored: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The executor_settings to store (valid forms only): `stored`'s other keys, then ours."""
-        kept = {k: v for k, v in (stored or {}).items() if k not in self.keys}
-        return kept | self.to_settings()
-
-    def clean(self) -> dict[str, Any]:
-        """The dict as a whole, by the raw JSON field's rules (fields' own errors come first)."""
-        cleaned = super().clean() or {}
-        if not self.errors:
-            try:
-                validate_executor_settings(self.kind, self.to_settings())
-            except ValidationError as exc:
-                self.add_error(None, exc)
-        return cleaned
-
-
-def seconds_field(label: str, low: float, high: float, default: float, hint: str) -> forms.Field:
-    return forms.FloatField(
-        label=label, min_value=low, max_value=high, initial=default, help_text=hint,
-        widget=forms.NumberInput(attrs={"step": "any"}),
-    )  # fmt: skip
 
 
 def check_url_field(validator: Any, key: str, value: str) -> str:
@@ -265,6 +224,7 @@ SETTINGS_FORMS: dict[str, type[ExecutorSettingsForm]] = {
     for form in (
         EchoSettingsForm, HttpSettingsForm, RemoteSettingsForm, PythonSettingsForm,
         WriterSettingsForm, SlowSettingsForm, InterviewSettingsForm, OrchestratorSettingsForm,
+        LlmSettingsForm,
     )
 }  # fmt: skip
 

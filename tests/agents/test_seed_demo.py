@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from a2ahub import sealed
 from agents.models import Agent
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +46,28 @@ def test_seeding_keeps_an_operators_edits() -> None:
     Agent.objects.filter(slug="echo").update(description="Tuned by the operator.")
     seed()
     assert Agent.objects.get(slug="echo").description == "Tuned by the operator."
+
+
+def test_the_assistant_is_disabled_without_a_model_server_and_says_why(settings: Any) -> None:
+    settings.LLM_BASE_URL = settings.LLM_MODEL = settings.LLM_API_KEY = ""
+    output = seed()
+    assistant = Agent.objects.get(slug="assistant")
+    assert assistant.executor_kind == "llm" and not assistant.enabled
+    assert "set LLM_BASE_URL and LLM_MODEL" in assistant.description
+    assert "set LLM_BASE_URL and LLM_MODEL" in output
+
+
+def test_the_assistant_follows_the_model_server_settings_with_its_key_sealed(
+    settings: Any,
+) -> None:
+    seed()
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:11434/v1", "llama3.2"
+    settings.LLM_API_KEY = "sk-demo-key-123456"
+    output = seed()
+    assistant = Agent.objects.get(slug="assistant")
+    assert assistant.enabled and "Disabled" not in assistant.description
+    stored = assistant.executor_settings
+    assert stored["agents"] == ["echo", "toolbox"] and stored["model"] == "llama3.2"
+    assert sealed.open_sealed(stored["api_key"]) == "sk-demo-key-123456"
+    assert "sk-demo-key-123456" not in output and "enabled, model llama3.2" in output
+    assert assistant.skills.count() == 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from agents.demo import DEMO_AGENTS
+from a2ahub import sealed
+from agents.demo import DEMO_AGENTS, assistant_agent
 from agents.models import Agent, Skill
 
 
@@ -23,6 +25,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             for spec in DEMO_AGENTS:
                 self.seed_agent(dict(spec))
+            self.seed_assistant()
         self.seed_operator(options["operator"])
 
     def seed_agent(self, spec: dict[str, Any]) -> None:
@@ -33,6 +36,22 @@ class Command(BaseCommand):
                 Skill.objects.create(agent=agent, position=position, **skill)
         verb = "created" if created else "kept (already there)"
         self.stdout.write(f"demo agent {agent.slug}: {verb}")
+
+    def seed_assistant(self) -> None:
+        """The `llm` demo follows LLM_BASE_URL, LLM_MODEL and LLM_API_KEY at every seed: set
+        them and seed again to enable it; its skills are kept once made."""
+        spec = assistant_agent(settings.LLM_BASE_URL, settings.LLM_MODEL)
+        if settings.LLM_API_KEY:
+            spec["executor_settings"]["api_key"] = sealed.seal(settings.LLM_API_KEY)
+        skills = spec.pop("skills")
+        agent, created = Agent.objects.update_or_create(slug=spec["slug"], defaults=spec)
+        if created:
+            for position, skill in enumerate(skills):
+                Skill.objects.create(agent=agent, position=position, **skill)
+        if agent.enabled:
+            self.stdout.write(f"demo agent assistant: enabled, model {settings.LLM_MODEL}")
+        else:
+            self.stdout.write(f"demo agent assistant: {spec['description'].split('. ')[-1]}")
 
     def seed_operator(self, username: str) -> None:
         users = get_user_model()

@@ -1,0 +1,71 @@
+"""Calls from one hosted agent's turn to another (the `llm` kind's agent tools): a SendMessage
+through the handlers, as the calling agent's principal, with the doors' checks that do not
+read a request (the hop limit, the callee's access rule and skills, its rate and concurrency
+limits). Registered as `executors.hub_calls.sender` when the app starts."""
+
+from __future__ import annotations
+
+from a2a.types import a2a_pb2 as pb
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from a2ahub.errors import (
+    AccessDenied,
+    AuthenticationRequired,
+    InvalidRequestError,
+    TaskNotFoundError,
+)
+from agents import principals
+from agents.lookup import find_agent
+from agents.models import Agent
+from agents.principals import Principal
+from protocol import limits
+from protocol.calls import Call
+from protocol.handlers.tasks import send_message
+from tasks.models import Binding
+
+CALLER_LABEL = "agent {}"
+
+
+def principal_of(caller: Agent) -> Principal:
+    """The calling agent, on behalf of its owner: an agent open only to listed users takes
+    calls from the agents of the users it lists."""
+    return Principal(
+        f"agent:{caller.slug}", CALLER_LABEL.format(caller.slug), user_id=caller.owner_id
+    )
+
+
+def checked_callee(slug: str, principal: Principal, size: int) -> Agent:
+    agent = find_agent(slug)
+    if agent is None:
+        raise TaskNotFoundError(f"No hosted agent is called {slug!r}.")
+    try:
+        principals.check_access(agent, principal)
+    except (AuthenticationRequired, AccessDenied) as exc:
+        raise InvalidRequestError(
+            f"Agent {slug} does not take calls from this agent: {exc}"
+        ) from None
+    try:
+        limits.check_size(agent, size)
+        limits.check_rate(agent, principal.id)
+        limits.check_concurrency(agent)
+    except limits.LimitExceeded as exc:
+        raise exc.error from None
+    return agent
+
+
+async def send(
+    caller: Agent, slug: str, request: pb.SendMessageRequest, hops: int
+) -> pb.Task | pb.Message:
+    if hops > settings.A2A_MAX_HOPS:
+        raise InvalidRequestError(
+            f"This call would pass {hops} hops, more than the limit of {settings.A2A_MAX_HOPS} "
+            "(A2A_MAX_HOPS): an agent that calls itself?"
+        )
+    principal = principal_of(caller)
+    agent = await sync_to_async(checked_callee)(slug, principal, request.ByteSize())
+    call = Call(
+        agent=agent, principal=principal, version="1.0",
+        base_url_of=lambda: str(settings.PUBLIC_BASE_URL), binding=Binding.JSONRPC, hops=hops,
+    )  # fmt: skip
+    return await send_message(call, request)
