@@ -3,6 +3,8 @@ agents that registered with them keep working; keys bound to an agent get none."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -18,6 +20,16 @@ def migrate(target: list[tuple[str, str]]) -> MigrationExecutor:
     executor.loader.build_graph()
     executor.migrate(target)
     return executor
+
+
+@pytest.fixture(autouse=True)
+def latest_schema_after() -> Iterator[None]:
+    """Every app's latest migrations applied again after the test: going back to 0007 undid
+    the agents migrations after 0008 too, and the tests that follow need their columns."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_existing_hub_wide_keys_get_the_registry_scope_and_agents_keys_none() -> None:
