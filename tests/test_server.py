@@ -72,7 +72,12 @@ def test_the_embedded_hub_serves_grpc_inside_its_web_process(
     async def scenario() -> list[Any]:
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, f"{base}/agents/echo").get_agent_card()
-        listed = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+        # The 1.0 service (the default agent's card also lists the 0.3 one, without a tenant).
+        listed = [
+            i
+            for i in card.supported_interfaces
+            if i.protocol_binding == "GRPC" and i.protocol_version == "1.0"
+        ]
         assert [(i.url.rsplit(":", 1)[0], i.tenant) for i in listed] == [("127.0.0.1", "echo")]
         wait_for_port(listed[0].url)
         config = ClientConfig(supported_protocol_bindings=["GRPC"], streaming=True,
