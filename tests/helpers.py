@@ -11,8 +11,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -74,6 +75,33 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     # runhub serves gRPC too: on a port of its own, never another hub's default one.
     env["GRPC_PORT"] = str(free_port())
     return env
+
+
+def answering_posts(
+    answer: Callable[[dict[str, str], bytes], tuple[str, bytes]],
+) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1 (a free port), started on a background thread, that hands each
+    POST's headers (lowercase names) and body to `answer` and sends back the content type and
+    bytes it returns, with 200."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            content_type, content = answer(headers, body)
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 @contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -14,6 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
+
+from tests.helpers import answering_posts
 
 
 @dataclass
@@ -56,27 +57,13 @@ class OtlpReceiver:
     def __init__(self) -> None:
         self.spans: list[Span] = []
         self.lock = threading.Lock()
-        receiver = self
+        self.server = answering_posts(self.keep)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                request = ExportTraceServiceRequest.FromString(body)
-                with receiver.lock:
-                    receiver.spans.extend(spans_of(request))
-                answer = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def keep(self, headers: dict[str, str], body: bytes) -> tuple[str, bytes]:
+        request = ExportTraceServiceRequest.FromString(body)
+        with self.lock:
+            self.spans.extend(spans_of(request))
+        return "application/x-protobuf", ExportTraceServiceResponse().SerializeToString()
 
     @property
     def url(self) -> str:

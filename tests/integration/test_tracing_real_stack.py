@@ -9,10 +9,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc
 
-from tests.helpers import ROOT, eventually, free_port, wait_for_http
+from tests.helpers import ROOT, answering_posts, eventually, free_port, wait_for_http
 from tests.integration.otlp_receiver import OtlpReceiver, Span
 from tests.integration.stack import Hub, hub_of_its_own
 from tests.push.receiver import Behaviour, Receiver
@@ -53,25 +51,11 @@ class Backend:
 
     def __init__(self) -> None:
         self.headers: list[dict[str, str]] = []
-        backend = self
+        self.server = answering_posts(self.turn)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                backend.headers.append({k.lower(): v for k, v in self.headers.items()})
-                answer = json.dumps({"state": "completed", "message": "Done."}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def turn(self, headers: dict[str, str], body: bytes) -> tuple[str, bytes]:
+        self.headers.append(headers)
+        return "application/json", json.dumps({"state": "completed", "message": "Done."}).encode()
 
     @property
     def url(self) -> str:
