@@ -134,39 +134,12 @@ def oneof_step(oneof: str, inner: Step) -> Step:
 
 
 def message_step(field: FieldDescriptor) -> Step:
-    name = field.name
     kind = field.message_type.full_name
-    if kind == "google.protobuf.Struct":
-
-        def struct(message: Any, value: Any) -> None:
-            if type(value) is not dict:
-                raise Unplanned
-            held = getattr(message, name)
-            held.SetInParent()  # present even when empty, as ParseDict makes it
-            held.update(value)
-
-        return struct
-    if kind == "google.protobuf.Value":
-
-        def any_value(message: Any, value: Any) -> None:
-            holder = struct_pb2.Struct()
-            holder.update({"v": value})
-            getattr(message, name).CopyFrom(holder.fields["v"])
-
-        return any_value
-    if kind == "google.protobuf.Timestamp":
-
-        def timestamp(message: Any, value: Any) -> None:
-            if type(value) is not str:
-                raise Unplanned
-            held = getattr(message, name)
-            held.SetInParent()
-            set_timestamp(held, value)
-
-        return timestamp
+    if kind in WELL_KNOWN:
+        return WELL_KNOWN[kind](field.name)
     if kind.startswith("google.protobuf."):
         return unplanned
-    descriptor = field.message_type
+    name, descriptor = field.name, field.message_type
 
     def nested(message: Any, value: Any) -> None:
         held = getattr(message, name)
@@ -174,6 +147,44 @@ def message_step(field: FieldDescriptor) -> Step:
         fill(held, value, plan_of(descriptor))
 
     return nested
+
+
+def struct_step(name: str) -> Step:
+    def step(message: Any, value: Any) -> None:
+        if type(value) is not dict:
+            raise Unplanned
+        held = getattr(message, name)
+        held.SetInParent()  # present even when empty, as ParseDict makes it
+        held.update(value)
+
+    return step
+
+
+def value_step(name: str) -> Step:
+    def step(message: Any, value: Any) -> None:
+        holder = struct_pb2.Struct()
+        holder.update({"v": value})  # any JSON value, as ParseDict reads it into a Value
+        getattr(message, name).CopyFrom(holder.fields["v"])
+
+    return step
+
+
+def timestamp_step(name: str) -> Step:
+    def step(message: Any, value: Any) -> None:
+        if type(value) is not str:
+            raise Unplanned
+        held = getattr(message, name)
+        held.SetInParent()
+        set_timestamp(held, value)
+
+    return step
+
+
+WELL_KNOWN: dict[str, Callable[[str], Step]] = {
+    "google.protobuf.Struct": struct_step,
+    "google.protobuf.Value": value_step,
+    "google.protobuf.Timestamp": timestamp_step,
+}
 
 
 # The form Timestamp.ToJsonString writes (UTC, 0 to 9 digits of a second): read without
@@ -219,4 +230,3 @@ def repeated_step(field: FieldDescriptor) -> Step:
             fill(held.add(), item, plan)
 
     return messages
-

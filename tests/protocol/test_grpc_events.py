@@ -34,8 +34,10 @@ def parsed(event: Any) -> pb.StreamResponse:
 
 
 def agent_message(text: str) -> pb.Message:
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT,
-                         reference_task_ids=["t-0"], extensions=["https://example.com/x"])  # fmt: skip
+    message = pb.Message(
+        message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT, reference_task_ids=["t-0"],
+        extensions=["https://example.com/x"],
+    )  # fmt: skip
     message.parts.add(text=text, metadata={"step": 1, "ratio": 0.5})
     message.metadata.update({"by": "test", "nested": {"empty": {}, "list": []}})
     return message
@@ -76,7 +78,9 @@ def a_turn_of_every_kind() -> list[Any]:
 def stored_events(db: None) -> list[dict[str, Any]]:
     """The events of a task that went through every kind of change, read back from the
     database (PostgreSQL's JSONB gives the members back in an order of its own)."""
-    agent = Agent.objects.create(slug="events", name="Events", description="d", executor_kind="echo")
+    agent = Agent.objects.create(
+        slug="events", name="Events", description="Its events are read.", executor_kind="echo"
+    )
     message = user_message(parts=[pb.Part(text="hi"), pb.Part(url="https://example.com/in.txt")])
     spec = NewTask(agent_id=agent.pk, owner=OWNER, context_id="ctx", message=message,
                    protocol_version="1.0", execution_mode="inline",
@@ -84,7 +88,8 @@ def stored_events(db: None) -> list[dict[str, Any]]:
     async_to_sync(writer.open)(spec, a_turn_of_every_kind())
     follow_up = user_message("and this", task_id=str(spec.id), context_id="ctx")
     async_to_sync(writer.add_user_message)(spec.id, OWNER, follow_up)
-    async_to_sync(writer.record)(spec.id, S.WORKING, [StatusChange(S.COMPLETED, agent_message("Done"))])
+    done = StatusChange(S.COMPLETED, agent_message("Done"))
+    async_to_sync(writer.record)(spec.id, S.WORKING, [done])
     events = [payload for _, payload in reading.read_events(str(spec.id), 0)]
     # What a stream sends that is no stored event: a follow-up's or a re-attach's snapshot,
     # and the Message an agent may answer with instead of a task.
@@ -131,7 +136,7 @@ ODD_EVENTS = [
 def same_outcome(event: Any) -> None:
     try:
         expected: Any = parsed(event)
-    except Exception as exc:  # noqa: BLE001 - whichever ParseDict raises, ours must too
+    except Exception as exc:  # whichever ParseDict raises, ours must raise too
         with pytest.raises(type(exc)):
             stream_response(event)
         return
