@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
@@ -44,7 +43,7 @@ from agents.principals import (
     has_session_cookie,
     needs_credentials,
 )
-from protocol import limits
+from protocol import limits, required_fields
 from protocol.calls import Call
 from tasks.wire import V03, V1
 
@@ -237,7 +236,7 @@ def parse_message(params: dict[str, Any], message: ProtoMessage) -> Any:
             ParseDict(params, message, ignore_unknown_fields=True)
         except ParseError as again:
             raise invalid_params(failed_field(str(again)), str(again)) from None
-    validate_proto_required_fields(message)
+    required_fields.check(message)
     return message
 
 

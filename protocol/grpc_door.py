@@ -21,11 +21,10 @@ from urllib.parse import urlsplit
 import grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc
-from a2a.utils.proto_utils import validate_proto_required_fields
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from google.protobuf import empty_pb2
-from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.json_format import MessageToDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.message_factory import GetMessageClass
 
@@ -42,7 +41,16 @@ from a2ahub.errors import (
 )
 from a2ahub.request import Headers, Request
 from agents.models import Agent
-from protocol import big_bodies, door, grpc_errors, limits, request_caps, strings
+from protocol import (
+    big_bodies,
+    door,
+    grpc_errors,
+    grpc_events,
+    limits,
+    request_caps,
+    required_fields,
+    strings,
+)
 from protocol.calls import Call
 from protocol.grpc_errors import Refusal
 from protocol.handlers.streams import StreamItem
@@ -135,7 +143,7 @@ def check_request(message: ProtoMessage) -> None:
     request_caps.check_parts(params)
     request_caps.walk(params, measure=True)
     strings.check_params(params)
-    validate_proto_required_fields(message)
+    required_fields.check(message)
 
 
 @dataclass
@@ -212,7 +220,7 @@ def stream_response(item: StreamItem) -> pb.StreamResponse | None:
     if not event:
         return None
     try:
-        return ParseDict(event, pb.StreamResponse(), ignore_unknown_fields=True)
+        return grpc_events.stream_response(event)
     except ParseError as exc:
         raise internal_error(exc) from None
 
