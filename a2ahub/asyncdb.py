@@ -183,16 +183,32 @@ async def execute(sql: str, params: Sequence[Any], fetch: bool = False) -> list[
 
 
 async def run(statement: str, values: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
-    async with (await pool()).acquire() as conn:
-        try:
-            if fetch:
-                return [tuple(row) for row in await conn.fetch(statement, *values)]
-            await conn.execute(statement, *values)
-            return []
-        except STALE:
-            await forget_connections()
-            conn.terminate()  # closing it politely would wait on a protocol that is stuck
-            raise
+    shared = await pool()
+    conn = await shared.acquire()
+    try:
+        if fetch:
+            return [tuple(row) for row in await conn.fetch(statement, *values)]
+        await conn.execute(statement, *values)
+        return []
+    except STALE:
+        await forget_connections()
+        conn.terminate()  # closing it politely would wait on a protocol that is stuck
+        raise
+    finally:
+        give_back(shared, conn)
+
+
+# Connections being given back, held until they are (the loop keeps only weak references).
+_giving_back: set[asyncio.Task[None]] = set()
+
+
+def give_back(shared: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+    """Return the connection to the pool without waiting: asyncpg's release takes a few loop
+    turns (it runs in a task of its own), which the write's caller (a stream waiting for the
+    event it wrote) would otherwise wait through too."""
+    releasing = asyncio.ensure_future(shared.release(conn))
+    _giving_back.add(releasing)
+    releasing.add_done_callback(_giving_back.discard)
 
 
 async def forget_connections() -> None:

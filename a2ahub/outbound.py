@@ -586,6 +586,13 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
 
     async def _resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
         limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
+        if _is_address(_normal_host(host)):
+            # An address asks no DNS: looked up here, without the hop to a thread (the
+            # answer is still checked like any other).
+            try:
+                return resolve(host, port)
+            except OSError as exc:
+                raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
         try:
             with anyio.fail_after(limit):
                 return await anyio.to_thread.run_sync(resolve, host, port, abandon_on_cancel=True)

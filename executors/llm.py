@@ -267,9 +267,9 @@ class Usage:
     prompt: int = 0
     completion: int = 0
 
-    def add(self, usage: Any) -> None:
-        self.prompt += int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.completion += int(getattr(usage, "completion_tokens", 0) or 0)
+    def add(self, usage: dict[str, Any]) -> None:
+        self.prompt += int(usage.get("prompt_tokens") or 0)
+        self.completion += int(usage.get("completion_tokens") or 0)
 
 
 class Answer:
@@ -334,11 +334,18 @@ class Turn:
             options["max_tokens"] = config.max_tokens
         calls: dict[int, dict[str, str]] = {}
         text: list[str] = []
+        body = {
+            "model": config.model, "messages": messages, "tools": self.tools(), "stream": True,
+            "stream_options": {"include_usage": True}, **options,
+        }  # fmt: skip
         try:
-            # The messages and tools are the wire's JSON, which the SDK's TypedDicts describe.
-            stream = await self.client.chat.completions.create(  # type: ignore[call-overload]
-                model=config.model, messages=messages, tools=self.tools(), stream=True,
-                stream_options={"include_usage": True}, **options,
+            # The SDK's own request (its headers, errors, SSE reading), with the body as the
+            # wire's JSON it already is and each chunk as its JSON: `chat.completions.create`
+            # walks the messages through its TypedDicts and makes a pydantic object of every
+            # chunk, which cost more of the hub's CPU per turn than all the rest of the call.
+            stream = await self.client.post(
+                "/chat/completions", body=body, cast_to=object, stream=True,
+                stream_cls=openai.AsyncStream[object],
             )  # fmt: skip
             try:
                 async for chunk in stream:
@@ -361,21 +368,27 @@ class Turn:
     async def take(
         self, chunk: Any, answer: Answer, text: list[str], calls: dict[int, dict[str, str]]
     ) -> None:
-        """One `chat.completion.chunk`: usage, a text delta (streamed on at once), pieces of
-        tool calls (gathered by their index)."""
-        if chunk.usage is not None:
-            self.usage.add(chunk.usage)
-        for choice in chunk.choices:
-            delta = choice.delta
-            if delta.content:
-                text.append(delta.content)
-                await answer.add(delta.content)
-            for piece in delta.tool_calls or []:
-                call = calls.setdefault(piece.index, {"id": "", "name": "", "arguments": ""})
-                call["id"] = piece.id or call["id"]
-                if piece.function is not None:
-                    call["name"] += piece.function.name or ""
-                    call["arguments"] += piece.function.arguments or ""
+        """One `chat.completion.chunk` (its JSON): usage, a text delta (streamed on at once),
+        pieces of tool calls (gathered by their index). A chunk of another shape raises
+        ValueError."""
+        usage = field_of(chunk, "usage", dict)
+        if usage is not None:
+            self.usage.add(usage)
+        for choice in field_of(chunk, "choices", list) or []:
+            delta = field_of(choice, "delta", dict) or {}
+            content = field_of(delta, "content", str)
+            if content:
+                text.append(content)
+                await answer.add(content)
+            for piece in field_of(delta, "tool_calls", list) or []:
+                index = field_of(piece, "index", int)
+                if index is None:
+                    raise ValueError("a tool call's piece without its index")
+                call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = field_of(piece, "id", str) or call["id"]
+                function = field_of(piece, "function", dict) or {}
+                call["name"] += field_of(function, "name", str) or ""
+                call["arguments"] += field_of(function, "arguments", str) or ""
 
     async def run_tool(self, call: dict[str, str], updater: TaskUpdater) -> str:
         name = call["name"]
@@ -396,6 +409,16 @@ class Turn:
                 return f"error: {exc}. Call {name} again with arguments that match its schema."
             return await self.mcp.call(name, arguments)
         return f"error: there is no tool called {name}."
+
+
+def field_of(value: Any, key: str, kind: type) -> Any:
+    """`value[key]` if it is a `kind`, None if absent or null; ValueError for another shape."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{type(value).__name__} where a JSON object belongs")
+    found = value.get(key)
+    if found is not None and (not isinstance(found, kind) or isinstance(found, bool)):
+        raise ValueError(f'"{key}" is a {type(found).__name__}, not a {kind.__name__}')
+    return found
 
 
 def question_of(call: dict[str, str]) -> str | None:

@@ -126,7 +126,9 @@ class AgentTools:
 
     @classmethod
     async def load(cls, caller: Agent, slugs: list[str], hops: int) -> AgentTools:
-        found = await sync_to_async(hosted_agents)(slugs)
+        # Most agents list none: no thread hop for nothing (a request's first hop starts its
+        # thread).
+        found = await sync_to_async(hosted_agents)(slugs) if slugs else []
         tools = cls(caller, hops)
         for agent in found:
             if agent.pk != caller.pk:

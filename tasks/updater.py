@@ -208,6 +208,10 @@ class TaskUpdater:
                 changes, self.buffer = self.buffer, []
                 if not await self._write_batch(changes):
                     return
+                if self.buffer:
+                    # One loop turn before the next batch: the streams woken by this one's
+                    # events send them first, and the next batch takes what comes meanwhile.
+                    await asyncio.sleep(0)
 
     async def _write_batch(self, changes: list[Change]) -> bool:
         try:

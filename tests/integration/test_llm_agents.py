@@ -224,9 +224,21 @@ def test_a_model_server_error_fails_the_task_saying_so(hub: Hub, models: ModelSe
     assert "answered HTTP 401" in text and "[the API key]" in text
 
 
-def test_a_model_server_that_answers_garbage_fails_the_task(hub: Hub, models: ModelServer) -> None:
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "data: this is not json\n\n",
+        'data: {"choices": "not a list"}\n\n',
+        'data: {"choices": [{"delta": {"content": 42}}]}\n\n',
+        'data: {"choices": [{"delta": {"tool_calls": [{"function": {"name": "x"}}]}}]}\n\n',
+    ],
+    ids=["not-json", "choices-not-a-list", "content-not-text", "tool-call-without-index"],
+)
+def test_a_model_server_that_answers_garbage_fails_the_task(
+    hub: Hub, models: ModelServer, frame: str
+) -> None:
     slug, model = agent(hub, models)
-    models.script(model, Garbage())
+    models.script(model, Garbage(frame))
 
     assert "not a Chat Completions stream" in failed_with(hub, slug)
 
