@@ -149,7 +149,8 @@ def span_bytes(span: Any) -> bytes:
     parts.append(_uint(14, span.dropped_links))
     status = span.status
     if status is not None:
-        parts.append(_len(15, _string(2, status.description or "") + _uint(3, status.status_code.value)))
+        code = status.status_code.value
+        parts.append(_len(15, _string(2, status.description or "") + _uint(3, code)))
     parts.append(_tag(16, _FIXED32) + _pack_fixed32(_flags(parent)))
     return b"".join(parts)
 
