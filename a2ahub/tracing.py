@@ -62,6 +62,7 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     if enabled or not configured(environ):
         return enabled
     from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -74,7 +75,7 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     # A batch sent off the request path, every OTEL_BSP_SCHEDULE_DELAY ms; the exporter
     # reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*. The processor
     # starts its thread again in a forked child (Celery's prefork pool).
-    provider.add_span_processor(BatchSpanProcessor(exporter()))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     CeleryInstrumentor().instrument(tracer_provider=provider)
     HTTPXClientInstrumentor().instrument(tracer_provider=provider)
@@ -96,31 +97,6 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     enabled = True
     logger.info("traces go to OTLP as service %s", name)
     return True
-
-
-def exporter() -> Any:
-    """The SDK's OTLP/HTTP exporter (endpoint, headers, timeout, compression and retries as
-    OTEL_EXPORTER_OTLP_* say), writing its requests with a2ahub.span_wire: half the CPU of
-    the SDK's encoder, which the exporter's thread takes from the requests being served."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
-    from a2ahub import span_wire
-
-    class Exporter(OTLPSpanExporter):
-        def export(self, spans: Any) -> SpanExportResult:
-            client = getattr(self, "_client", None)
-            if client is None or self._shutdown:  # an SDK whose insides moved: its own way
-                return super().export(spans)
-            try:
-                body = span_wire.request_bytes(spans)
-            except Exception:
-                logger.exception("could not encode %d spans", len(spans))
-                return SpanExportResult.FAILURE
-            sent = client.export(body)
-            return SpanExportResult.SUCCESS if sent.success else SpanExportResult.FAILURE
-
-    return Exporter()
 
 
 def once_hashed(resource: Any) -> Any:
