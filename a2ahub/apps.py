@@ -29,7 +29,7 @@ class HubConfig(AppConfig):
         user_logged_in.connect(clear_failures, dispatch_uid="a2ahub.login_throttle.success")
         dbpool.install()
         # Before any job, request or connection: instrumentations patch what those use.
-        tracing.setup()
+        tracing.setup(commands=settings.TRACE_COMMANDS)
         if dbpool.drain not in outages.DATABASE.on_began:
             outages.DATABASE.on_began.append(dbpool.drain)
         # Django makes (or takes from its pool) a connection only once the database answered.

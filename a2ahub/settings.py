@@ -529,6 +529,8 @@ if LOG_FORMAT not in {"plain", "json"}:
 # OpenTelemetry SDK itself. This is where the admin's task page links a task's trace id:
 # a URL with `{trace_id}` in it, such as http://127.0.0.1:16686/trace/{trace_id} (Jaeger).
 TRACE_URL_TEMPLATE = env_url("TRACE_URL_TEMPLATE", {"http", "https"})
+# While tracing is on, a span for every PostgreSQL and Redis command as well (a2ahub/tracing.py).
+TRACE_COMMANDS = env_bool("TRACE_COMMANDS", False)
 if not tracing_configured(os.environ):
     # The A2A SDK's own client spans (remote agents) would be made, unrecorded, on every call
     # when OpenTelemetry is installed: off with the hub's. Read when the SDK is imported.

@@ -11,15 +11,18 @@ When on, every process exports its spans in batches over OTLP/HTTP (`OTEL_EXPORT
 as `OTEL_SERVICE_NAME` (default `a2a-hub`). The official instrumentations add their spans:
 Celery (a job's run, whose parent is read from the job message's headers, where
 `a2ahub.worker.job_message` wrote the queueing span's context), httpx (every outbound call
-of `a2ahub.outbound`, carrying `traceparent` out), psycopg and Redis.
+of `a2ahub.outbound`, carrying `traceparent` out) and, with TRACE_COMMANDS, psycopg and
+Redis (a span per command).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import AsyncIterator, Mapping, MutableMapping
+from contextlib import nullcontext
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,6 +36,9 @@ CONTEXT_HEADERS = ("traceparent", "tracestate", "baggage")
 
 enabled = False
 _tracer: Tracer | None = None
+# The OpenTelemetry names the hot paths call, bound by `setup` (an import inside a function
+# costs each call a lookup; while tracing is off nothing of OpenTelemetry is imported).
+_otel: Any = None
 
 
 def configured(environ: Mapping[str, str]) -> bool:
@@ -48,8 +54,9 @@ def configured(environ: Mapping[str, str]) -> bool:
     return bool(endpoint) or exporter == "otlp"
 
 
-def setup(environ: Mapping[str, str] | None = None) -> bool:
-    """Turn tracing on in this process if the environment asks for it (once); whether on."""
+def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> bool:
+    """Turn tracing on in this process if the environment asks for it (once); whether on.
+    `commands` (TRACE_COMMANDS): a span for every PostgreSQL and Redis command too."""
     global enabled, _tracer
     environ = os.environ if environ is None else environ
     if enabled or not configured(environ):
@@ -58,15 +65,13 @@ def setup(environ: Mapping[str, str] | None = None) -> bool:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     name = environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
     # The sampler comes from OTEL_TRACES_SAMPLER (and _ARG), read by the provider itself.
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    provider = TracerProvider(resource=once_hashed(Resource.create({SERVICE_NAME: name})))
     # A batch sent off the request path, every OTEL_BSP_SCHEDULE_DELAY ms; the exporter
     # reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*. The processor
     # starts its thread again in a forked child (Celery's prefork pool).
@@ -74,12 +79,56 @@ def setup(environ: Mapping[str, str] | None = None) -> bool:
     trace.set_tracer_provider(provider)
     CeleryInstrumentor().instrument(tracer_provider=provider)
     HTTPXClientInstrumentor().instrument(tracer_provider=provider)
-    PsycopgInstrumentor().instrument(tracer_provider=provider, skip_dep_check=True)
-    RedisInstrumentor().instrument(tracer_provider=provider)
+    if commands:
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+        from opentelemetry.instrumentation.redis import RedisInstrumentor
+
+        # Off by default: a send's event publishes alone were a span for every few sends, and
+        # each command span costs the process as much as one of the hub's own.
+        PsycopgInstrumentor().instrument(tracer_provider=provider, skip_dep_check=True)
+        RedisInstrumentor().instrument(tracer_provider=provider)
     _tracer = provider.get_tracer("a2ahub")
+    bind()
+    # Spans wait for the exporter's next batch long enough to reach the garbage collector's
+    # oldest generation, so its collections come far more often, and each walked every
+    # object of the process (some 200,000 once Django is set up). Frozen, the objects made
+    # while starting are left out of them (they live as long as the process anyway).
+    gc.freeze()
     enabled = True
     logger.info("traces go to OTLP as service %s", name)
     return True
+
+
+def once_hashed(resource: Any) -> Any:
+    """The same resource, hashed once: the exporter files every span it sends under its
+    resource, and the SDK hashes one through a JSON dump of its attributes each time (a
+    seventh of the exporter's CPU). A resource never changes."""
+    from opentelemetry.sdk.resources import Resource
+
+    class Hashed(Resource):
+        def __hash__(self) -> int:
+            return known
+
+    known = hash(resource)
+    return Hashed(resource.attributes, resource.schema_url)
+
+
+def bind() -> None:
+    global _otel
+    from opentelemetry.context import Context, attach, detach
+    from opentelemetry.trace import (
+        SpanKind,
+        Status,
+        StatusCode,
+        get_current_span,
+        set_span_in_context,
+    )
+
+    _otel = SimpleNamespace(
+        Context=Context, attach=attach, detach=detach, SpanKind=SpanKind, Status=Status,
+        StatusCode=StatusCode, get_current_span=get_current_span,
+        set_span_in_context=set_span_in_context,
+    )  # fmt: skip
 
 
 def tracer() -> Tracer:
@@ -103,28 +152,50 @@ def span(
     of the current span ("": a trace of its own)."""
     if not enabled:
         return nullcontext()
-    return _span(name, kind, attributes, links_to, parent)
+    return Current(name, kind, attributes, links_to, parent)
 
 
-@contextmanager
-def _span(
-    name: str,
-    kind: str,
-    attributes: Mapping[str, Any] | None,
-    links_to: tuple[str, ...],
-    parent: str | None,
-) -> Iterator[Span]:
-    from opentelemetry.context import Context
-    from opentelemetry.trace import SpanKind
+class Current:
+    """A span, current while its `with` block runs. The SDK's `start_as_current_span` does the
+    same through three generator context managers; this one class is a third of the CPU,
+    and a send makes a few of them."""
 
-    context = None
-    if parent is not None:
-        context = extract({"traceparent": parent}) if parent else Context()
-    with tracer().start_as_current_span(
-        name, context=context, kind=SpanKind[kind], attributes=clean(attributes),
-        links=links(links_to),
-    ) as current:  # fmt: skip
-        yield current
+    __slots__ = ("attributes", "kind", "links_to", "name", "parent", "span", "token")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        attributes: Mapping[str, Any] | None,
+        links_to: tuple[str, ...],
+        parent: str | None,
+    ) -> None:
+        self.name, self.kind, self.attributes = name, kind, attributes
+        self.links_to, self.parent = links_to, parent
+
+    def __enter__(self) -> Span:
+        context = None
+        if self.parent is not None:
+            context = extract({"traceparent": self.parent}) if self.parent else _otel.Context()
+        self.span = span = tracer().start_span(
+            self.name, context=context, kind=_otel.SpanKind[self.kind],
+            attributes=clean(self.attributes),
+            links=links(self.links_to) if self.links_to else None,
+        )  # fmt: skip
+        self.token = _otel.attach(_otel.set_span_in_context(span))
+        return span
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        span = self.span
+        try:
+            # As the SDK's: an Exception is the span's error, GeneratorExit and the like not.
+            if isinstance(error, Exception):
+                span.record_exception(error)
+                span.set_status(_otel.Status(_otel.StatusCode.ERROR,
+                                             f"{type(error).__name__}: {error}"))  # fmt: skip
+        finally:
+            _otel.detach(self.token)
+            span.end()
 
 
 def clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -147,10 +218,8 @@ def annotate(**attributes: Any) -> None:
     """Set attributes (dots spelled as `__`) on the current span, if tracing is on."""
     if not enabled:
         return
-    from opentelemetry.trace import get_current_span
-
-    get_current_span().set_attributes(clean({k.replace("__", "."): v
-                                             for k, v in attributes.items()}))  # fmt: skip
+    _otel.get_current_span().set_attributes(clean({k.replace("__", "."): v
+                                                   for k, v in attributes.items()}))  # fmt: skip
 
 
 def link(traceparent: str) -> None:
@@ -169,9 +238,7 @@ def note_result(result: Any) -> None:
     state it reached."""
     if not enabled or result is None:
         return
-    from opentelemetry.trace import get_current_span
-
-    span = get_current_span()
+    span = _otel.get_current_span()
     status = getattr(result, "status", None)
     if status is not None and hasattr(result, "id"):  # a Task
         from a2a.types import a2a_pb2 as pb
@@ -207,8 +274,6 @@ class Door:
     def finish(
         self, agent: str, method: str, version: str, binding: str, attributes: Mapping[str, Any]
     ) -> None:
-        from opentelemetry.context import detach
-
         span = self.span
         span.update_name(f"A2A {method}" if method else f"A2A {binding}")
         span.set_attributes(clean({
@@ -216,7 +281,7 @@ class Door:
             "a2a.agent": agent, "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent, **attributes,
         }))  # fmt: skip
-        detach(self.token)
+        _otel.detach(self.token)
 
     def finish_http(self, request: Any, status: int) -> None:
         """A page's or the registry's request: named by its method and route."""
@@ -240,9 +305,7 @@ class Door:
 
     def end(self, failed: bool = False) -> None:
         if failed:
-            from opentelemetry.trace import Status, StatusCode
-
-            self.span.set_status(Status(StatusCode.ERROR))
+            self.span.set_status(_otel.Status(_otel.StatusCode.ERROR))
         self.span.end()
 
 
@@ -250,16 +313,11 @@ def open_door(carrier: Mapping[str, str], binding: str) -> Door | None:
     """The call's server span, made current (None while tracing is off)."""
     if not enabled:
         return None
-    from opentelemetry.context import attach
-    from opentelemetry.trace import SpanKind, set_span_in_context
-
     # Most calls carry no trace context: the propagators' work is skipped for them.
     parent = extract(carrier) if any(name in carrier for name in CONTEXT_HEADERS) else None
-    span = tracer().start_span(
-        f"A2A {binding}", context=parent, kind=SpanKind.SERVER,
-        attributes=clean({"a2a.binding": binding}),
-    )  # fmt: skip
-    return Door(span, attach(set_span_in_context(span, parent)))
+    # Its attributes come at its end (`finish`), all in one call.
+    span = tracer().start_span(f"A2A {binding}", context=parent, kind=_otel.SpanKind.SERVER)
+    return Door(span, _otel.attach(_otel.set_span_in_context(span, parent)))
 
 
 def note_agent(slug: str, agent_id: object, name: str = "") -> None:
@@ -304,10 +362,8 @@ def current_traceparent() -> str:
     """The current span's `traceparent`, to store with what it made ("" when off or none)."""
     if not enabled:
         return ""
-    from opentelemetry.trace import get_current_span
-
     # Spelled here rather than by the propagator: a send stores one on each new task.
-    context = get_current_span().get_span_context()
+    context = _otel.get_current_span().get_span_context()
     if not context.is_valid:
         return ""
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
@@ -323,9 +379,7 @@ def log_ids() -> tuple[str, str]:
     """The current trace and span ids, for a log line ("" each when none)."""
     if not enabled:
         return "", ""
-    from opentelemetry.trace import get_current_span
-
-    context = get_current_span().get_span_context()
+    context = _otel.get_current_span().get_span_context()
     if not context.is_valid:
         return "", ""
     return f"{context.trace_id:032x}", f"{context.span_id:016x}"
