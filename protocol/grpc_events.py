@@ -149,15 +149,22 @@ def message_step(field: FieldDescriptor) -> Step:
     return nested
 
 
-def struct_step(name: str) -> Step:
+def held_step(name: str, kind: type, put: Callable[[Any, Any], None]) -> Step:
+    """A well-known message filled in place from a JSON value of one type: present even when
+    the value is empty, as ParseDict makes it."""
+
     def step(message: Any, value: Any) -> None:
-        if type(value) is not dict:
+        if type(value) is not kind:
             raise Unplanned
         held = getattr(message, name)
-        held.SetInParent()  # present even when empty, as ParseDict makes it
-        held.update(value)
+        held.SetInParent()
+        put(held, value)
 
     return step
+
+
+def struct_step(name: str) -> Step:
+    return held_step(name, dict, lambda held, value: held.update(value))
 
 
 def value_step(name: str) -> Step:
@@ -170,14 +177,7 @@ def value_step(name: str) -> Step:
 
 
 def timestamp_step(name: str) -> Step:
-    def step(message: Any, value: Any) -> None:
-        if type(value) is not str:
-            raise Unplanned
-        held = getattr(message, name)
-        held.SetInParent()
-        set_timestamp(held, value)
-
-    return step
+    return held_step(name, str, set_timestamp)
 
 
 WELL_KNOWN: dict[str, Callable[[str], Step]] = {
