@@ -34,7 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, OperationalError, connections
 from psycopg.types.json import Jsonb
 
-from a2ahub import outages
+from a2ahub import background, outages
 
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
 
@@ -198,17 +198,11 @@ async def run(statement: str, values: list[Any], fetch: bool) -> list[tuple[Any,
         give_back(shared, conn)
 
 
-# Connections being given back, held until they are (the loop keeps only weak references).
-_giving_back: set[asyncio.Task[None]] = set()
-
-
 def give_back(shared: asyncpg.Pool, conn: asyncpg.Connection) -> None:
     """Return the connection to the pool without waiting: asyncpg's release takes a few loop
     turns (it runs in a task of its own), which the write's caller (a stream waiting for the
     event it wrote) would otherwise wait through too."""
-    releasing = asyncio.ensure_future(shared.release(conn))
-    _giving_back.add(releasing)
-    releasing.add_done_callback(_giving_back.discard)
+    background.keep(asyncio.ensure_future(shared.release(conn)))
 
 
 async def forget_connections() -> None:

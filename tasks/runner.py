@@ -29,7 +29,7 @@ from django.db import (
 )
 from django.utils import timezone
 
-from a2ahub import bus, schedule, tracing
+from a2ahub import background, bus, schedule, tracing
 from a2ahub.errors import A2AError
 from a2ahub.outages import DATABASE_AWAY
 from agents.kinds import executor_class
@@ -48,9 +48,6 @@ logger = logging.getLogger(__name__)
 RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
-_background: set[asyncio.Future[None]] = set()
-
-
 @dataclass
 class Run:
     executor: Executor
@@ -64,9 +61,7 @@ class Run:
         if self.job is None or self.job.done():
             return
         self.updater.stopped = True
-        stopper = asyncio.ensure_future(self._cancel())
-        _background.add(stopper)
-        stopper.add_done_callback(_background.discard)
+        background.keep(asyncio.ensure_future(self._cancel()))
 
     async def _cancel(self) -> None:
         try:
@@ -113,9 +108,7 @@ async def start(
     with running_lock:
         RUNNING[updater.task_id] = run
     ensure_maintenance()
-    run.job = asyncio.create_task(execute(run))
-    _background.add(run.job)
-    run.job.add_done_callback(_background.discard)
+    run.job = background.keep(asyncio.create_task(execute(run)))
     return updater
 
 
