@@ -5,6 +5,10 @@ limits). Registered as `executors.hub_calls.sender` when the app starts."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from contextlib import suppress
+
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -22,9 +26,12 @@ from agents.principals import Principal
 from protocol import limits
 from protocol.calls import Call
 from protocol.handlers.tasks import send_message
-from tasks.models import Binding
+from tasks import writer
+from tasks.changes import TransitionRefused
+from tasks.models import OPEN_STATES, Binding, Task
 
 CALLER_LABEL = "agent {}"
+CANCELED_WITH_CALLER = "The agent that called this one was canceled while it waited."
 
 
 def principal_of(caller: Agent) -> Principal:
@@ -68,4 +75,27 @@ async def send(
         agent=agent, principal=principal, version="1.0",
         base_url_of=lambda: str(settings.PUBLIC_BASE_URL), binding=Binding.JSONRPC, hops=hops,
     )  # fmt: skip
-    return await send_message(call, request)
+    if not request.message.context_id:
+        # A context of the call's own: a canceled turn finds by it the task its call made.
+        request.message.context_id = uuid.uuid4().hex
+    try:
+        return await send_message(call, request)
+    except asyncio.CancelledError:
+        await cancel_called_tasks(agent, principal, request.message.context_id)
+        raise
+
+
+async def cancel_called_tasks(agent: Agent, principal: Principal, context_id: str) -> None:
+    """The calling turn was canceled while it waited on its call: the task the call made (if
+    it was made) is canceled too, wherever it runs, rather than working on for nobody."""
+    open_ids = await sync_to_async(open_tasks_of)(agent, principal.id, context_id)
+    for task_id in open_ids:
+        with suppress(TransitionRefused):  # it ended meanwhile
+            await writer.cancel(task_id, principal.id, CANCELED_WITH_CALLER)
+
+
+def open_tasks_of(agent: Agent, owner: str, context_id: str) -> list[str]:
+    found = Task.objects.filter(
+        agent=agent, owner=owner, context_id=context_id, state__in=OPEN_STATES
+    )
+    return [str(task_id) for task_id in found.values_list("id", flat=True)]

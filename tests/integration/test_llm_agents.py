@@ -205,6 +205,37 @@ def test_a_cancel_stops_the_model_stream(hub: Hub, models: ModelServer) -> None:
     assert models.hung_up[model].wait(10), "the hub did not hang up on the model server"
 
 
+def test_a_cancel_while_a_hosted_agent_is_called_cancels_that_agents_task(
+    hub: Hub, models: ModelServer
+) -> None:
+    slug, model = agent(hub, models, agents=["slow"])
+    models.script(model, Tools([("agent_slow", '{"message": "work for 60 seconds"}')]))
+
+    def called() -> list[tuple[Any, ...]]:
+        return hub.query("SELECT id::text, state FROM tasks_task WHERE owner = %s",
+                         (f"agent:{slug}",))  # fmt: skip
+
+    with streamed(hub.web_a, slug, "Take your time") as results:
+        for result in results:
+            update = result.get("statusUpdate")
+            if update and status_text(update) == "calling agent slow":
+                deadline = time.monotonic() + 10
+                while not [row for row in called() if row[1] == "working"]:
+                    assert time.monotonic() < deadline, f"the call made no working task: {called()}"
+                    time.sleep(0.1)
+                canceled = rpc(hub.web_b, slug, "CancelTask", {"id": update["taskId"]})
+                assert state(canceled) == "canceled"
+                break
+
+    deadline = time.monotonic() + 10
+    while [row for row in called() if row[1] != "canceled"]:
+        assert time.monotonic() < deadline, f"the called agent's task went on: {called()}"
+        time.sleep(0.1)
+    ((sub_task, _),) = called()
+    (reason,) = hub.query("SELECT status_message FROM tasks_task WHERE id = %s", (sub_task,))
+    assert "canceled while it waited" in str(reason), reason
+
+
 def failed_with(hub: Hub, slug: str) -> str:
     task = send(hub.web_a, slug, "Hello")
     assert state(task) == "failed", task
