@@ -54,23 +54,40 @@ def _imported(path: str) -> Any:
     return import_string(path)
 
 
+def hook(kind: str, name: str) -> Any:
+    """The kind's class attribute `name`, or None (for an unknown kind too)."""
+    if kind not in settings.EXECUTOR_KINDS:
+        return None
+    return getattr(executor_class(kind), name, None)
+
+
 def check_settings(kind: str, executor_settings: dict[str, Any]) -> None:
     """Let the kind judge an agent's settings (it raises ValidationError naming the fault);
     a kind with no `check_settings` takes any."""
-    if kind not in settings.EXECUTOR_KINDS:
-        return
-    check = getattr(executor_class(kind), "check_settings", None)
-    if check is not None:
+    if (check := hook(kind, "check_settings")) is not None:
         check(executor_settings)
 
 
 def check_card(kind: str, executor_settings: dict[str, Any]) -> Any:
     """The signature check of the remote card a kind's settings name (`agents.card_trust`'s
     CardTrust), or None for a kind (or settings) without one."""
-    if kind not in settings.EXECUTOR_KINDS:
-        return None
-    check = getattr(executor_class(kind), "check_card", None)
+    check = hook(kind, "check_card")
     return None if check is None else check(executor_settings)
+
+
+def shown_settings(kind: str, executor_settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as an answer shows them: a kind whose settings hold secrets shows that
+    each is stored, never the stored (sealed) value."""
+    show = hook(kind, "shown_settings")
+    return executor_settings if show is None else show(executor_settings)
+
+
+def written_settings(kind: str, new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """Settings written through the API, as they are to be stored: a kind whose settings hold
+    secrets seals the ones written in plain and keeps `stored` ones the answer's mark names
+    (it raises ValidationError for a mark with nothing stored)."""
+    write = hook(kind, "written_settings")
+    return new if write is None else write(new, stored)
 
 
 def settings_forms() -> dict[str, Any]:

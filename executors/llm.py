@@ -38,6 +38,7 @@ from a2ahub import hops, metrics, outbound, sealed
 from a2ahub.errors import InvalidAgentResponseError
 from a2ahub.outbound_bridge import guarded_client
 from agents.models import slug_validator
+from executors import llm_secrets
 from executors.llm_chat import conversation
 from executors.llm_tools import (
     ASK_USER,
@@ -456,6 +457,8 @@ async def count_usage(agent: str, turn: Turn) -> None:
 class LlmExecutor(Executor):
     replies_with_messages = False
     check_settings = staticmethod(validate_llm_settings)
+    shown_settings = staticmethod(llm_secrets.shown_settings)
+    written_settings = staticmethod(llm_secrets.written_settings)
 
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         turn: Turn | None = None

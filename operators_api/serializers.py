@@ -15,6 +15,7 @@ from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agents import kinds
 from agents.cards import validate_agent_card
 from agents.forms import AgentForm, validate_executor_settings
 from agents.models import KEY_BOUND_SCOPES, Agent, ApiKey, KeyScope, Skill
@@ -74,7 +75,16 @@ class AgentSerializer(serializers.ModelSerializer[Agent]):
     def get_card_url(self, agent: Agent) -> str:
         return f"/agents/{agent.slug}/.well-known/agent-card.json"
 
+    def to_representation(self, instance: Agent) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["executor_settings"] = kinds.shown_settings(
+            instance.executor_kind, instance.executor_settings or {}
+        )
+        return data
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "executor_settings" in attrs:
+            attrs["executor_settings"] = self.written_settings(attrs)
         skills_data = attrs.get("skills")
         if self.instance is None and not skills_data:
             raise serializers.ValidationError(
@@ -94,6 +104,14 @@ class AgentSerializer(serializers.ModelSerializer[Agent]):
             skills = list(self.instance.skills.all()) if self.instance is not None else []
         self.judge(agent, skills)
         return attrs
+
+    def written_settings(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        stored = self.instance.executor_settings if self.instance is not None else {}
+        kind = str(attrs.get("executor_kind") or getattr(self.instance, "executor_kind", ""))
+        try:
+            return kinds.written_settings(kind, attrs["executor_settings"] or {}, stored or {})
+        except DjangoValidationError as exc:
+            raise as_drf_error(exc, "executor_settings") from exc
 
     @staticmethod
     def judge(agent: Agent, skills: list[Skill]) -> None:

@@ -1,0 +1,58 @@
+"""The `llm` kind's secrets (the model server's API key, each MCP server's bearer token) in
+the operators' API: answers show that one is stored, never its sealed value; a secret written
+in plain is sealed before it is stored; and the mark an answer showed, written back (a PATCH of
+settings read from a GET), keeps the secret already stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from a2ahub import sealed
+
+STORED = "(stored)"
+
+
+def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(settings)
+    if shown.get("api_key"):
+        shown["api_key"] = STORED
+    servers = shown.get("mcp_servers")
+    if isinstance(servers, list):
+        shown["mcp_servers"] = [
+            {**server, "token": STORED} if isinstance(server, dict) and server.get("token")
+            else server
+            for server in servers
+        ]  # fmt: skip
+    return shown
+
+
+def written_settings(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    written = dict(new)
+    if "api_key" in written:
+        written["api_key"] = written_secret(written["api_key"], stored.get("api_key"), "api_key")
+    servers = written.get("mcp_servers")
+    if isinstance(servers, list):
+        tokens = {
+            server.get("url"): server.get("token")
+            for server in stored.get("mcp_servers") or []
+            if isinstance(server, dict)
+        }
+        written["mcp_servers"] = [
+            {**server, "token": written_secret(server["token"], tokens.get(server.get("url")),
+                                               f"the token of {server.get('url')}")}
+            if isinstance(server, dict) and server.get("token") is not None else server
+            for server in servers
+        ]  # fmt: skip
+    return written
+
+
+def written_secret(value: Any, kept: Any, what: str) -> Any:
+    if value == STORED:
+        if not kept:
+            raise ValidationError(f"{what}: no secret is stored to keep; write the secret itself.")
+        return kept
+    if isinstance(value, str) and value and not sealed.is_sealed(value):
+        return sealed.seal(value)
+    return value
