@@ -98,14 +98,14 @@ class Receiver(BaseHTTPRequestHandler):
         self.answer(302, b"", Location="http://10.0.0.1/steal")
 
     def slow(self) -> None:
-        time.sleep(1)
+        time.sleep(3)
         self.answer(200, b"late")
 
     def drip(self) -> None:
         self.send_response(200)
-        self.send_header("Content-Length", "40")
+        self.send_header("Content-Length", "80")
         self.end_headers()
-        for _ in range(40):
+        for _ in range(80):
             self.wfile.write(b"x")
             self.wfile.flush()
             time.sleep(0.05)
@@ -371,17 +371,17 @@ def test_it_times_out_on_a_server_that_does_not_answer(server: str, allow_loopba
     started = time.monotonic()
     with pytest.raises(httpx.TimeoutException):
         outbound.get(f"{server}/slow", timeout=0.3)
-    assert time.monotonic() - started < 0.8
+    assert time.monotonic() - started < 1.5  # the server answers after 3 s
 
 
 def test_its_time_limit_covers_the_whole_answer_not_each_read(
     server: str, allow_loopback: None
 ) -> None:
-    # Each byte comes well within the limit, but the whole answer takes four times as long.
+    # Each byte comes well within the limit, but the whole answer takes eight times as long.
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
         outbound.get(f"{server}/drip", timeout=0.5)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0
 
 
 def self_signed(tmp_path: Path, name: str) -> tuple[Path, Path]:
@@ -570,8 +570,8 @@ def test_async_stream_post_counts_the_limit_over_the_whole_body(
 def test_async_stream_posts_deadline_covers_the_whole_stream(
     server: str, allow_loopback: None
 ) -> None:
-    # Each byte comes well within the limit, but the whole answer takes four times as long.
+    # Each byte comes well within the limit, but the whole answer takes eight times as long.
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
         stream_lines(f"{server}/drip", timeout=0.5)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0
