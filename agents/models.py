@@ -81,6 +81,7 @@ class Agent(models.Model):
     )
     sign_card = models.BooleanField(
         default=True,
+        db_default=True,
         help_text="Sign the card with the hub's keys (published at /.well-known/jwks.json).",
     )
     extensions = models.JSONField(
@@ -110,11 +111,12 @@ class Agent(models.Model):
     )
 
     access = models.CharField(
-        max_length=10, choices=Access.choices, default=Access.ANYONE,
+        max_length=10, choices=Access.choices, default=Access.ANYONE, db_default=Access.ANYONE,
         help_text="Who may call this agent over A2A. Its owner always may.",
     )  # fmt: skip
     oauth2 = models.BooleanField(
         default=False,
+        db_default=False,
         # Shown unescaped by Django's forms: no angle brackets.
         help_text="Require an OAuth2 bearer token from the hub (the card publishes the hub's "
         "oauth2 scheme; tokens need the scope a2a:invoke, or agent: followed by its slug).",
@@ -137,6 +139,8 @@ class Agent(models.Model):
     execution_mode = models.CharField(
         max_length=10,
         blank=True,
+        default="",
+        db_default="",
         choices=ExecutionMode.choices,
         help_text="Empty: the executor kind's default.",
     )
@@ -156,21 +160,29 @@ class Agent(models.Model):
         null=True, blank=True, help_text="A turn running longer fails; empty: no limit."
     )
     # What operators see when callers meet the limits above.
-    limit_hits = models.PositiveIntegerField(default=0, editable=False)
-    last_limit_hit = models.CharField(max_length=300, blank=True, editable=False)
+    limit_hits = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    last_limit_hit = models.CharField(
+        max_length=300, blank=True, default="", db_default="", editable=False
+    )
     last_limit_hit_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     # The signature of the remote card this agent was made from (imported, registered or
     # `a2a-remote`); hosted agents' own cards are signed by the hub and not checked here.
     card_signature = models.CharField(
-        max_length=10, choices=CardSignature.choices, blank=True, default="", editable=False,
+        max_length=10, choices=CardSignature.choices, blank=True, default="", db_default="",
+        editable=False,
         help_text="Whether the remote card it was made from is signed by a key the hub trusts.",
     )  # fmt: skip
-    card_signature_kid = models.CharField(max_length=200, blank=True, editable=False)
-    card_signature_key_source = models.CharField(
-        max_length=10, choices=CardKeySource.choices, blank=True, default="", editable=False
+    card_signature_kid = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
     )
-    card_signature_reason = models.CharField(max_length=500, blank=True, editable=False)
+    card_signature_key_source = models.CharField(
+        max_length=10, choices=CardKeySource.choices, blank=True, default="", db_default="",
+        editable=False,
+    )  # fmt: skip
+    card_signature_reason = models.CharField(
+        max_length=500, blank=True, default="", db_default="", editable=False
+    )
     card_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     enabled = models.BooleanField(default=True)
@@ -261,7 +273,7 @@ class ApiKey(models.Model):
         help_text="Empty: the key works for every agent.",
     )  # fmt: skip
     scopes = models.JSONField(
-        default=list, blank=True, validators=[validate_key_scopes],
+        default=list, db_default=[], blank=True, validators=[validate_key_scopes],
         help_text="What the key may do besides calling agents (hub-wide keys only).",
     )  # fmt: skip
     prefix = models.CharField(max_length=16, unique=True, editable=False)

@@ -30,7 +30,7 @@ class PushNotificationConfig(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     # The receiver: the URL's scheme, host and port (`a2ahub.outbound.origin_of`). A success
     # there after failures makes the deliveries waiting for it due (`push.receivers`).
-    origin = models.CharField(max_length=300, blank=True)
+    origin = models.CharField(max_length=300, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -60,7 +60,7 @@ class Registration(models.Model):
     renewed_at = models.DateTimeField(default=timezone.now)
 
     identifier = models.CharField(
-        max_length=500, blank=True,
+        max_length=500, blank=True, default="", db_default="",
         help_text="The AI Catalog identifier its publisher gave (kept as given); empty: the hub's.",
     )  # fmt: skip
     card_url = models.URLField(max_length=2000, blank=True)

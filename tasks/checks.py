@@ -19,7 +19,8 @@ from django.db.models.fields import NOT_PROVIDED, AutoFieldMixin
 
 # What the check refuses, by id. The message follows the field (or model) it is about.
 MESSAGES = {
-    "tasks.E001": "A db_default is never applied by tasks.sql: its raw INSERT lists every column.",
+    "tasks.E001": "A db_default without a default is never applied by tasks.sql: its raw INSERT "
+    "lists every column, with the value the model gives it.",
     "tasks.E002": "auto_now and auto_now_add are applied by save() alone; tasks.sql's "
     "statements would not set this column.",
     "tasks.E003": "tasks.sql has no conversion for the values of a {kind} (a field class of "
@@ -71,7 +72,9 @@ def field_problems(field: Field, inserted: bool) -> list[checks.CheckMessage]:
     from tasks import sql
 
     errors: list[checks.CheckMessage] = []
-    if field.db_default is not NOT_PROVIDED:
+    # With a default too, a new row's value is the model's: the database's default is only
+    # for the INSERTs of a release that does not know the column (a rolling deploy).
+    if field.db_default is not NOT_PROVIDED and not field.has_default():
         errors.append(error("tasks.E001", field))
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
         errors.append(error("tasks.E002", field))

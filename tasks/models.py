@@ -61,13 +61,15 @@ class Task(models.Model):
     # for tasks made through 0.3 or 1.0. Kept beside the primary key rather than as it, even
     # when it is a UUID: a client's id is unique only among its caller's tasks on one agent,
     # so two callers may choose the same one, and neither may learn of the other's task.
-    client_id = models.CharField(max_length=200, blank=True)
+    client_id = models.CharField(max_length=200, blank=True, default="", db_default="")
     state = models.CharField(max_length=20, choices=TaskState.choices)
     status_message = models.JSONField(null=True, blank=True)
     status_timestamp = models.DateTimeField()
     metadata = models.JSONField(default=dict, blank=True)
     protocol_version = models.CharField(max_length=8)
-    binding = models.CharField(max_length=10, choices=Binding.choices, default=Binding.JSONRPC)
+    binding = models.CharField(
+        max_length=10, choices=Binding.choices, default=Binding.JSONRPC, db_default=Binding.JSONRPC
+    )
     execution_mode = models.CharField(max_length=10, choices=ExecutionMode.choices)
     last_sequence = models.PositiveIntegerField(default=0)
     # Which process runs the task and when it last said so; recovery fails silent ones.
@@ -76,9 +78,9 @@ class Task(models.Model):
     last_error = models.TextField(blank=True)
     # The W3C `traceparent` of the call that created the task (empty while tracing is off):
     # its later turns and its webhook deliveries link to that trace. Never shown to clients.
-    traceparent = models.CharField(max_length=55, blank=True, default="")
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
     # Set once a push config exists, so writes of tasks without webhooks skip the lookup.
-    push_enabled = models.BooleanField(default=False)
+    push_enabled = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
