@@ -166,6 +166,9 @@ GRPC_PORT = env_int("GRPC_PORT", 50051, 0, 65535)
 GRPC_TLS_CERT_FILE = env_str("GRPC_TLS_CERT_FILE")
 GRPC_TLS_KEY_FILE = env_str("GRPC_TLS_KEY_FILE")
 GRPC_PUBLIC_ADDRESS = env_str("GRPC_PUBLIC_ADDRESS")
+# A `rungrpc` process counts its requests in its own memory, which no web process's /metrics
+# shows: it serves them at /metrics on this port (the web's access rules); 0: it does not.
+GRPC_METRICS_PORT = env_int("GRPC_METRICS_PORT", GRPC_PORT + 1 if GRPC_PORT else 0, 0, 65535)
 if bool(GRPC_TLS_CERT_FILE) != bool(GRPC_TLS_KEY_FILE):
     raise ImproperlyConfigured("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together")
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", {"http", "https"}, allow_path=False).rstrip("/")

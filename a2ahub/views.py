@@ -3,10 +3,6 @@ the operator's probes (liveness, readiness and Prometheus metrics), and /favicon
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.templatetags.static import static
 from django.utils.log import log_response
@@ -14,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from a2ahub import health, metrics
+from a2ahub import health, metrics, metrics_access
 from a2ahub.signing import published_keys
 
 
@@ -60,26 +56,12 @@ def readyz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_GET
 def prometheus(request: HttpRequest) -> HttpResponse:
-    if not from_allowed_network(request):
-        return HttpResponse("Metrics are not served to this address.\n", status=403,
-                            content_type="text/plain")  # fmt: skip
-    if settings.METRICS_TOKEN and not bearer_matches(request, settings.METRICS_TOKEN):
-        response = HttpResponse("Send the metrics token as a bearer token.\n", status=401,
-                                content_type="text/plain")  # fmt: skip
-        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    address = request.META.get("REMOTE_ADDR", "")
+    refused = metrics_access.refusal(address, request.headers.get("Authorization", ""))
+    if refused is not None:
+        status, headers, text = refused
+        response = HttpResponse(text, status=status, content_type="text/plain")
+        for name, value in headers.items():
+            response[name] = value
         return response
     return HttpResponse(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
-
-
-def from_allowed_network(request: HttpRequest) -> bool:
-    try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
-    except ValueError:
-        return False
-    return any(address in network for network in settings.METRICS_ALLOWED_NETWORKS)
-
-
-def bearer_matches(request: HttpRequest, token: str) -> bool:
-    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(sent.strip().encode(),
-                                                              token.encode())  # fmt: skip

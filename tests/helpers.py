@@ -74,6 +74,7 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     env |= {"DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "a2ahub.settings"}
     # runhub serves gRPC too: on a port of its own, never another hub's default one.
     env["GRPC_PORT"] = str(free_port())
+    env["GRPC_METRICS_PORT"] = str(free_port())
     return env
 
 

@@ -126,6 +126,10 @@ class Hub:
         command = [sys.executable, "manage.py", "rungrpc", "--host", "127.0.0.1"]
         return self.spawn(name, command), f"127.0.0.1:{self.env['GRPC_PORT']}"
 
+    @property
+    def grpc_metrics(self) -> str:
+        return f"http://127.0.0.1:{self.env['GRPC_METRICS_PORT']}/metrics"
+
     def start_worker(self, name: str) -> Process:
         command = [
             sys.executable, "-m", "celery", "-A", "a2ahub", "worker",
@@ -212,6 +216,7 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         "A2A_BLOCKING_TIMEOUT_SECONDS": "30",
         # Each hub's own: the cards of its web processes list it for its gRPC process.
         "GRPC_PORT": str(free_port()),
+        "GRPC_METRICS_PORT": str(free_port()),
         "PYTHONUNBUFFERED": "1",
     }
 

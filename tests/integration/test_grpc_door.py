@@ -120,6 +120,30 @@ def test_a_blocking_send_then_get_and_list_through_grpc(hub: Hub) -> None:
     assert hub.query("SELECT binding FROM tasks_task WHERE id = %s", (sent.id,)) == [("GRPC",)]
 
 
+def grpc_sends_counted(metrics: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("a2ahub_requests_total{") and 'binding="grpc"' in line
+               and 'method="SendMessage"' in line and 'agent="echo"' in line)  # fmt: skip
+
+
+def test_the_grpc_process_serves_its_own_request_metrics(hub: Hub) -> None:
+    before = grpc_sends_counted(httpx.get(hub.grpc_metrics, timeout=10).text)
+
+    async def scenario() -> None:
+        async with a2a_client(hub.web_a, "echo", *GRPC) as client:
+            await send(client, user_message("count me"))
+
+    asyncio.run(scenario())
+
+    scraped = httpx.get(hub.grpc_metrics, timeout=10)
+    assert scraped.status_code == 200
+    assert scraped.headers["content-type"].startswith("text/plain; version=")
+    assert grpc_sends_counted(scraped.text) == before + 1
+    # The web processes count only their own requests: this one is nowhere else.
+    assert grpc_sends_counted(httpx.get(f"{hub.web_a}/metrics", timeout=10).text) == 0
+    assert httpx.get(hub.grpc_metrics.replace("/metrics", "/"), timeout=10).status_code == 404
+
+
 def test_a_streamed_send_yields_the_turns_events_to_its_end(hub: Hub) -> None:
     async def scenario() -> list[Any]:
         async with a2a_client(hub.web_a, "echo", *GRPC, streaming=True) as client:

@@ -13,7 +13,7 @@ import uvloop
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from a2ahub import processes
+from a2ahub import metrics_access, processes
 from protocol import grpc_server
 
 
@@ -23,6 +23,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=settings.HOST)
         parser.add_argument("--port", type=int, default=settings.GRPC_PORT)
+        parser.add_argument(
+            "--metrics-port", type=int, default=settings.GRPC_METRICS_PORT,
+            help="serve this process's /metrics on this port (0: none); each process of a "
+            "host needs its own",
+        )  # fmt: skip
         parser.add_argument(
             "--reuse-port", action="store_true",
             help="share the port with other rungrpc processes of this host (SO_REUSEPORT)",
@@ -40,6 +45,10 @@ class Command(BaseCommand):
         processes.start("grpc")
         bind = grpc_server.address(options["host"], options["port"])
         self.stdout.write(f"A2A gRPC on {bind}")
+        if options["metrics_port"]:
+            metrics_access.serve(options["host"], options["metrics_port"])
+            self.stdout.write(f"its metrics on http://{options['host']}:{options['metrics_port']}"
+                              "/metrics")  # fmt: skip
         uvloop.run(serve_until_stopped(bind, options["reuse_port"]))
 
 
