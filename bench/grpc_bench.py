@@ -184,6 +184,7 @@ def run_all(bench: hub.Bench) -> list[dict]:
     hub.flush_redis(bench)
     env = hub.hub_env(hub_url, args.redis, bench.logs / "data")
     env["GRPC_PORT"] = str(hub_port)
+    env["GRPC_METRICS_PORT"] = "0"  # nothing scrapes it here, and GRPC_PORT + 1 may be taken
     print("== preparing the hub (migrate, seed, bench agents)")
     hub.prepare_hub(bench, env)
     streams.create_agents(env)
