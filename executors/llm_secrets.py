@@ -30,7 +30,9 @@ def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def written_settings(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
     written = dict(new)
-    if "api_key" in written:
+    if not written.get("api_key"):
+        written.pop("api_key", None)  # none: no key
+    else:
         written["api_key"] = written_secret(written["api_key"], stored.get("api_key"), "api_key")
     servers = written.get("mcp_servers")
     if isinstance(servers, list):
@@ -42,7 +44,9 @@ def written_settings(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, A
         written["mcp_servers"] = [
             {**server, "token": written_secret(server["token"], tokens.get(server.get("url")),
                                                f"the token of {server.get('url')}")}
-            if isinstance(server, dict) and server.get("token") is not None else server
+            if isinstance(server, dict) and server.get("token")
+            else {k: v for k, v in server.items() if k != "token"} if isinstance(server, dict)
+            else server
             for server in servers
         ]  # fmt: skip
     return written

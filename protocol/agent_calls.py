@@ -6,6 +6,7 @@ limits). Registered as `executors.hub_calls.sender` when the app starts."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from contextlib import suppress
 
@@ -29,6 +30,8 @@ from protocol.handlers.tasks import send_message
 from tasks import writer
 from tasks.changes import TransitionRefused
 from tasks.models import OPEN_STATES, Binding, Task
+
+logger = logging.getLogger(__name__)
 
 CALLER_LABEL = "agent {}"
 CANCELED_WITH_CALLER = "The agent that called this one was canceled while it waited."
@@ -81,7 +84,11 @@ async def send(
     try:
         return await send_message(call, request)
     except asyncio.CancelledError:
-        await cancel_called_tasks(agent, principal, request.message.context_id)
+        try:
+            await cancel_called_tasks(agent, principal, request.message.context_id)
+        except Exception:  # the turn ends canceled all the same
+            logger.warning("could not cancel the task %s's call made", principal.label,
+                           exc_info=True)  # fmt: skip
         raise
 
 

@@ -86,6 +86,12 @@ def test_a_new_key_replaces_the_old_and_leaving_it_out_removes_it(staff_api: Api
     staff_api.send("patch", "agents/writer", {"executor_settings": llm_settings()})
     assert "api_key" not in stored_settings()
 
+    staff_api.send("patch", "agents/writer", {"executor_settings": llm_settings(api_key="k")})
+    emptied = staff_api.send("patch", "agents/writer",
+                             {"executor_settings": llm_settings(api_key="")})  # fmt: skip
+    assert emptied.status_code == 200, emptied.json()
+    assert "api_key" not in stored_settings()
+
 
 def test_the_stored_mark_with_nothing_stored_is_refused_naming_the_field(staff_api: Api) -> None:
     body = agent_body("writer", executor_kind="llm",
