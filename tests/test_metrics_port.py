@@ -3,6 +3,7 @@ to the allowed networks, and with the token when one is set."""
 
 from __future__ import annotations
 
+import io
 import ipaddress
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ import pytest
 from pytest_django.fixtures import Settings
 
 from a2ahub import metrics_access
+from protocol.management.commands import rungrpc
 from tests.helpers import free_port
 
 # The scrape computes some gauges from the database, on the server's thread.
@@ -54,3 +56,14 @@ def test_with_a_token_set_it_is_asked_for(port: str, settings: Settings) -> None
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
     assert wrong.status_code == 401
     assert right.status_code == 200 and "a2ahub_" in right.text
+
+
+def test_a_rungrpc_whose_metrics_port_is_taken_serves_on_and_says_why(port: str) -> None:
+    taken = int(port.rsplit(":", 1)[1])
+    out, err = io.StringIO(), io.StringIO()
+
+    rungrpc.Command(stdout=out, stderr=err).serve_metrics("127.0.0.1", taken)
+
+    assert "its metrics are not served" in err.getvalue(), err.getvalue()
+    assert "--metrics-port" in err.getvalue()
+    assert httpx.get(f"{port}/metrics").status_code == 200  # the first one's, untouched

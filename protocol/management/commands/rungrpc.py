@@ -46,10 +46,18 @@ class Command(BaseCommand):
         bind = grpc_server.address(options["host"], options["port"])
         self.stdout.write(f"A2A gRPC on {bind}")
         if options["metrics_port"]:
-            metrics_access.serve(options["host"], options["metrics_port"])
-            self.stdout.write(f"its metrics on http://{options['host']}:{options['metrics_port']}"
-                              "/metrics")  # fmt: skip
+            self.serve_metrics(options["host"], options["metrics_port"])
         uvloop.run(serve_until_stopped(bind, options["reuse_port"]))
+
+    def serve_metrics(self, host: str, port: int) -> None:
+        try:
+            metrics_access.serve(host, port)
+        except OSError as exc:
+            # Another rungrpc of this host (--reuse-port) has it: serving gRPC matters more.
+            self.stderr.write(f"its metrics are not served: port {port}: {exc.strerror}; give "
+                              "each rungrpc of a host its own --metrics-port")  # fmt: skip
+            return
+        self.stdout.write(f"its metrics on http://{host}:{port}/metrics")
 
 
 async def serve_until_stopped(bind: str, reuse_port: bool) -> None:
