@@ -9,6 +9,7 @@ import hmac
 import ipaddress
 import threading
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -48,10 +49,6 @@ def bearer_matches(authorization: str, token: str) -> bool:
                                                               token.encode())  # fmt: skip
 
 
-REASONS = {200: "OK", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-           405: "Method Not Allowed"}  # fmt: skip
-
-
 def scrape(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """The WSGI app of the metrics port."""
     headers = {"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"}
@@ -72,7 +69,7 @@ def scrape(environ: dict[str, Any], start_response: Callable[..., Any]) -> Itera
             # Each scrape is a thread of its own: its database connection goes with it.
             connections.close_all()
         headers["Content-Type"] = CONTENT_TYPE_LATEST
-    start_response(f"{status} {REASONS[status]}", list(headers.items()))
+    start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
     return [body]
 
 

@@ -60,8 +60,5 @@ def prometheus(request: HttpRequest) -> HttpResponse:
     refused = metrics_access.refusal(address, request.headers.get("Authorization", ""))
     if refused is not None:
         status, headers, text = refused
-        response = HttpResponse(text, status=status, content_type="text/plain")
-        for name, value in headers.items():
-            response[name] = value
-        return response
+        return HttpResponse(text, status=status, content_type="text/plain", headers=headers)
     return HttpResponse(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)

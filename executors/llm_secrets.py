@@ -29,11 +29,7 @@ def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def written_settings(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
-    written = dict(new)
-    if not written.get("api_key"):
-        written.pop("api_key", None)  # none: no key
-    else:
-        written["api_key"] = written_secret(written["api_key"], stored.get("api_key"), "api_key")
+    written = with_secret(new, "api_key", stored.get("api_key"), "api_key")
     servers = written.get("mcp_servers")
     if isinstance(servers, list):
         tokens = {
@@ -42,14 +38,22 @@ def written_settings(new: dict[str, Any], stored: dict[str, Any]) -> dict[str, A
             if isinstance(server, dict)
         }
         written["mcp_servers"] = [
-            {**server, "token": written_secret(server["token"], tokens.get(server.get("url")),
-                                               f"the token of {server.get('url')}")}
-            if isinstance(server, dict) and server.get("token")
-            else {k: v for k, v in server.items() if k != "token"} if isinstance(server, dict)
-            else server
+            with_secret(server, "token", tokens.get(server.get("url")),
+                        f"the token of {server.get('url')}")
+            if isinstance(server, dict) else server
             for server in servers
         ]  # fmt: skip
     return written
+
+
+def with_secret(values: dict[str, Any], key: str, kept: Any, what: str) -> dict[str, Any]:
+    """`values` with the secret at `key` as it is to be stored: none when empty."""
+    values = dict(values)
+    if not values.get(key):
+        values.pop(key, None)
+    else:
+        values[key] = written_secret(values[key], kept, what)
+    return values
 
 
 def written_secret(value: Any, kept: Any, what: str) -> Any:
