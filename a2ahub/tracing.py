@@ -23,19 +23,22 @@ import os
 from collections.abc import AsyncIterator, Mapping, MutableMapping
 from contextlib import nullcontext
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.trace import Span
+
+    from a2ahub.spans import Spans
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_SERVICE_NAME = "a2a-hub"
 # The headers (and gRPC metadata keys) that carry a trace's context, W3C's.
 CONTEXT_HEADERS = ("traceparent", "tracestate", "baggage")
 
 enabled = False
-_tracer: Tracer | None = None
+_spans: Spans | None = None
 # The OpenTelemetry names the hot paths call, bound by `setup` (an import inside a function
 # costs each call a lookup; while tracing is off nothing of OpenTelemetry is imported).
 _otel: Any = None
@@ -57,17 +60,18 @@ def configured(environ: Mapping[str, str]) -> bool:
 def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> bool:
     """Turn tracing on in this process if the environment asks for it (once); whether on.
     `commands` (TRACE_COMMANDS): a span for every PostgreSQL and Redis command too."""
-    global enabled, _tracer
+    global enabled, _spans
     environ = os.environ if environ is None else environ
     if enabled or not configured(environ):
         return enabled
     from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from a2ahub.span_wire import OtlpExporter
 
     name = environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
     # The sampler comes from OTEL_TRACES_SAMPLER (and _ARG), read by the provider itself.
@@ -75,7 +79,8 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     # A batch sent off the request path, every OTEL_BSP_SCHEDULE_DELAY ms; the exporter
     # reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*. The processor
     # starts its thread again in a forked child (Celery's prefork pool).
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    batches = BatchSpanProcessor(OtlpExporter())
+    provider.add_span_processor(batches)
     trace.set_tracer_provider(provider)
     CeleryInstrumentor().instrument(tracer_provider=provider)
     HTTPXClientInstrumentor().instrument(tracer_provider=provider)
@@ -87,7 +92,9 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
         # each command span costs the process as much as one of the hub's own.
         PsycopgInstrumentor().instrument(tracer_provider=provider, skip_dep_check=True)
         RedisInstrumentor().instrument(tracer_provider=provider)
-    _tracer = provider.get_tracer("a2ahub")
+    from a2ahub.spans import Spans
+
+    _spans = Spans(provider, batches, "a2ahub")
     bind()
     # Spans wait for the exporter's next batch long enough to reach the garbage collector's
     # oldest generation, so its collections come far more often, and each walked every
@@ -131,9 +138,9 @@ def bind() -> None:
     )  # fmt: skip
 
 
-def tracer() -> Tracer:
-    assert _tracer is not None, "tracing.setup() turned tracing on first"
-    return _tracer
+def spans() -> Spans:
+    assert _spans is not None, "tracing.setup() turned tracing on first"
+    return _spans
 
 
 # -- spans --------------------------------------------------------------------------------
@@ -177,10 +184,9 @@ class Current:
         context = None
         if self.parent is not None:
             context = extract({"traceparent": self.parent}) if self.parent else _otel.Context()
-        self.span = span = tracer().start_span(
-            self.name, context=context, kind=_otel.SpanKind[self.kind],
-            attributes=clean(self.attributes),
-            links=links(self.links_to) if self.links_to else None,
+        self.span = span = spans().start(
+            self.name, context, _otel.SpanKind[self.kind], clean(self.attributes),
+            links(self.links_to) if self.links_to else (),
         )  # fmt: skip
         self.token = _otel.attach(_otel.set_span_in_context(span))
         return span
@@ -316,7 +322,7 @@ def open_door(carrier: Mapping[str, str], binding: str) -> Door | None:
     # Most calls carry no trace context: the propagators' work is skipped for them.
     parent = extract(carrier) if any(name in carrier for name in CONTEXT_HEADERS) else None
     # Its attributes come at its end (`finish`), all in one call.
-    span = tracer().start_span(f"A2A {binding}", context=parent, kind=_otel.SpanKind.SERVER)
+    span = spans().start(f"A2A {binding}", parent, _otel.SpanKind.SERVER)
     return Door(span, _otel.attach(_otel.set_span_in_context(span, parent)))
 
 
@@ -390,8 +396,9 @@ def metadata_carrier(metadata: Any) -> dict[str, str]:
     return {k: v for k, v in metadata or () if k in CONTEXT_HEADERS and isinstance(v, str)}
 
 
-async def ended_with(content: AsyncIterator[bytes], door: Door) -> AsyncIterator[bytes]:
-    """A stream's content, its call's span ended when the stream ends (or its client left)."""
+async def ended_with(content: AsyncIterator[T], door: Door) -> AsyncIterator[T]:
+    """A stream (of bytes, or of events), its call's span ended when the stream ends (or its
+    client left). Closing it closes `content` too."""
     failed = True
     try:
         async for part in content:
@@ -402,6 +409,9 @@ async def ended_with(content: AsyncIterator[bytes], door: Door) -> AsyncIterator
         raise
     finally:
         door.end(failed)
+        close = getattr(content, "aclose", None)
+        if close is not None:
+            await close()
 
 
 # -- the pages and the registry (served by Django) ------------------------------------------------

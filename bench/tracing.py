@@ -11,8 +11,8 @@ The sides take turns in rounds, the order rotated each round (as bench/bindings.
 run ../shared/bench/a2a_load.py's blocking 0.3 `message/send` to the inline `echo` agent at
 `-c`; the report gives each side's median req/s and traced / plain (issue #27: >= 0.9).
 
-    python bench/tracing.py                  # from the repository root; about 3 minutes
-    python bench/tracing.py --rounds 6 --sdk --markdown out.md
+    python bench/tracing.py                  # from the repository root; about 3.5 minutes
+    python bench/tracing.py --rounds 4 --sdk --markdown out.md
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ NAMES = {"traced": "traced (exported)", "plain": "tracing off", "sdk": "SDK (mem
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     hub.add_service_arguments(p, redis_db=4)
-    p.add_argument("--rounds", type=int, default=4, help="rounds; each runs every side once")
+    p.add_argument("--rounds", type=int, default=10, help="rounds; each runs every side once")
     p.add_argument("-d", "--duration", type=float, default=6.0, help="measured s per run")
     p.add_argument("--warmup", type=float, default=2.0, help="unmeasured s per run")
     p.add_argument("-c", "--concurrency", type=int, default=16, help="concurrent clients")

@@ -21,11 +21,14 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.request_handler import RequestHandler
 from google.protobuf.json_format import ParseError
 
+from a2ahub import tracing
 from a2ahub.errors import A2AError, InvalidParamsError, internal_error
 from protocol import grpc_door
 from protocol.grpc_door import Exchange, Malformed, admit, begin, end_with, record, refusal_for
 from protocol.method_table import resolve
 from tasks.wire import V03
+
+STREAMED = {"SendStreamingMessage", "SubscribeToTask"}
 
 
 async def run(name: str, request: Any, context: ServerCallContext) -> Any:
@@ -35,9 +38,17 @@ async def run(name: str, request: Any, context: ServerCallContext) -> Any:
     grpc_context = context.state["grpc_context"]
     ex = Exchange(name, version=V03)
     started = begin(grpc_context, ex)
+    door_span = grpc_door.open_door(grpc_context) if tracing.enabled else None
+    streamed = name in STREAMED
     try:
         call, method = await admit(name, request, grpc_context, ex, served=V03)
-        return await resolve(method.handler)(call, request)
+        result = await resolve(method.handler)(call, request)
+        if door_span is None:
+            return result
+        if not streamed:
+            tracing.note_result(result)
+            return result
+        return tracing.ended_with(result, door_span)  # the span ends with the stream
     except A2AError as exc:
         ex.code = refusal_for(exc).code.name
         raise
@@ -49,6 +60,8 @@ async def run(name: str, request: Any, context: ServerCallContext) -> Any:
         await end_with(grpc_context, refusal)
     finally:
         record(ex, started)
+        if door_span is not None:
+            grpc_door.close_door(door_span, ex, end=not streamed or ex.code != "OK")
 
 
 async def events(items: AsyncIterator[Any]) -> AsyncIterator[Any]:

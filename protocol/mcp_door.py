@@ -36,7 +36,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from a2ahub import asyncdb, body_limit, metrics, request_id
+from a2ahub import asyncdb, body_limit, metrics, request_id, tracing
 from a2ahub.errors import A2AError, AccessDenied, AuthenticationRequired, internal_error
 from a2ahub.request import Headers, Request
 from agents.credential_rows import is_api_key
@@ -150,6 +150,7 @@ async def list_tools(
 ) -> types.ListToolsResult:
     ex = Exchange("tools/list")
     started = begin(ex)
+    door_span = open_door(ctx) if tracing.enabled else None
     try:
         request = hub_request(ctx)
         async with database_context():
@@ -169,6 +170,8 @@ async def list_tools(
         raise MCPError(types.INTERNAL_ERROR, internal_error(exc).message) from None
     finally:
         record(ex, started)
+        if door_span is not None:
+            close_door(door_span, ex)
 
 
 async def call_tool(
@@ -176,6 +179,8 @@ async def call_tool(
 ) -> types.CallToolResult:
     ex = Exchange("tools/call")
     started = begin(ex)
+    door_span = open_door(ctx) if tracing.enabled else None
+    tracing.annotate(gen_ai__tool__name=params.name)
     try:
         request = hub_request(ctx)
         async with database_context():
@@ -184,9 +189,12 @@ async def call_tool(
                 ex.code = "unknown_tool"
                 raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
             ex.agent = agent.slug
+            tracing.note_agent(agent.slug, agent.pk, agent.name)
             return await call_agent(request, agent, params.arguments, ex)
     finally:
         record(ex, started)
+        if door_span is not None:
+            close_door(door_span, ex)
 
 
 async def agent_of_tool(name: str) -> Agent | None:
@@ -214,6 +222,7 @@ async def call_agent(
             if running is not None:
                 return task_result(running, tool.name)
         answer = await resolve(V1_METHODS["SendMessage"].handler)(call, send_request(args))
+        tracing.note_result(answer)
         return answer_result(answer, tool.name)
     except BadArguments as exc:
         ex.code = "invalid_params"
@@ -280,6 +289,22 @@ async def database_context() -> AsyncIterator[None]:
 def begin(ex: Exchange) -> float:
     request_id.describe(ex, BINDING)
     return time.perf_counter()
+
+
+def open_door(ctx: ServerRequestContext[Any, Any]) -> tracing.Door | None:
+    """The call's server span, continuing the trace its HTTP request carries."""
+    http = ctx.request
+    return tracing.open_door(Request.of(http.scope).headers if http is not None else {}, BINDING)
+
+
+def close_door(door_span: tracing.Door, ex: Exchange) -> None:
+    # tools/list lists agents, it invokes none: no GenAI operation is named for it.
+    operation = "invoke_agent" if ex.method == "tools/call" else None
+    door_span.finish(ex.agent, ex.method, V1, BINDING, {
+        "mcp.method.name": ex.method, "gen_ai.operation.name": operation,
+        "error.type": None if ex.code == "ok" else ex.code,
+    })  # fmt: skip
+    door_span.end(ex.code != "ok")
 
 
 def record(ex: Exchange, started: float) -> None:

@@ -1,10 +1,12 @@
 """Traces on the distributed hub, exported over OTLP/HTTP to a real receiver on 127.0.0.1: one
 call is one trace across the door, the task write, the Celery hop and every sub-call; the
 caller's `traceparent` is its parent; HTTP backends and webhook receivers are sent the same
-trace's `traceparent`; gRPC calls are traced alike; JSON log lines carry the trace's ids."""
+trace's `traceparent`; gRPC calls (1.0 and 0.3, sent and streamed) and MCP tool calls are
+traced alike; JSON log lines carry the trace's ids."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,9 +18,14 @@ from typing import Any
 
 import grpc
 import httpx
+import httpx2
 import pytest
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
+from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as grpc03
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import ROOT, answering_posts, eventually, free_port, wait_for_http
 from tests.integration.otlp_receiver import OtlpReceiver, Span
@@ -239,6 +246,100 @@ def test_a_grpc_call_is_traced_the_same_way(hub: Hub, otlp: OtlpReceiver) -> Non
     assert span.attributes["a2a.task.id"] == answer.task.id
     assert span.attributes["a2a.task.state"] == "TASK_STATE_COMPLETED"
     assert span.attributes["rpc.grpc.status_code"] == "OK"
+
+
+def test_03_grpc_calls_sent_and_streamed_are_traced_as_10_ones_are(
+    hub: Hub, otlp: OtlpReceiver
+) -> None:
+    sent_parent, sent_trace, sent_caller = new_traceparent()
+    streamed_parent, streamed_trace, streamed_caller = new_traceparent()
+
+    def message_03(text: str) -> pb03.Message:
+        return pb03.Message(message_id=uuid.uuid4().hex, role=pb03.ROLE_USER,
+                            content=[pb03.Part(text=text)])  # fmt: skip
+
+    with grpc.insecure_channel(hub.grpc) as channel:
+        stub = grpc03.A2AServiceStub(channel)
+        answer = stub.SendMessage(
+            pb03.SendMessageRequest(request=message_03("hi")),
+            metadata=[("traceparent", sent_parent)], timeout=TIMEOUT,
+        )  # fmt: skip
+        events = list(stub.SendStreamingMessage(
+            pb03.SendMessageRequest(request=message_03("streamed")),
+            metadata=[("traceparent", streamed_parent)], timeout=TIMEOUT,
+        ))  # fmt: skip
+
+    assert answer.task.status.state == pb03.TASK_STATE_COMPLETED
+    assert events[-1].status_update.status.state == pb03.TASK_STATE_COMPLETED
+
+    def door_of(trace_id: str) -> Span | None:
+        return next(iter(doors(otlp.of_trace(trace_id))), None)
+
+    assert eventually(lambda: door_of(sent_trace) and door_of(streamed_trace), timeout=30)
+    sent_door, streamed_door = door_of(sent_trace), door_of(streamed_trace)
+    assert sent_door is not None and streamed_door is not None
+    assert (sent_door.parent_id, streamed_door.parent_id) == (sent_caller, streamed_caller)
+    assert (sent_door.name, streamed_door.name) == ("A2A SendMessage", "A2A SendStreamingMessage")
+    for door in (sent_door, streamed_door):
+        assert door.attributes["a2a.binding"] == "grpc"
+        assert door.attributes["a2a.version"] == "0.3"
+        assert door.attributes["a2a.agent"] == "echo"
+        assert door.attributes["rpc.grpc.status_code"] == "OK"
+    assert sent_door.attributes["a2a.task.id"] == answer.task.id
+    assert sent_door.attributes["a2a.task.state"] == "TASK_STATE_COMPLETED"
+    # The stream's span lasts as long as the stream: its task's write happened within it.
+    write = next(s for s in otlp.of_trace(streamed_trace) if s.name == "a2a.task.write")
+    assert write.parent_id == streamed_door.span_id
+
+
+def test_an_mcp_tool_call_is_a_span_of_the_callers_trace(hub: Hub, otlp: OtlpReceiver) -> None:
+    traceparent, trace_id, caller_span = new_traceparent()
+
+    async def call() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"traceparent": traceparent}, timeout=TIMEOUT) as http,
+            streamable_http_client(f"{hub.web_a}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+            return await mcp.call_tool("echo", {"message": "traced over MCP"})
+
+    result = asyncio.run(call())
+
+    assert result.is_error is False
+
+    def by_method() -> dict[str, Span]:
+        return {s.attributes["a2a.method"]: s for s in doors(otlp.of_trace(trace_id))}
+
+    # The client lists the tools before it calls one (to read the tool's output schema).
+    assert eventually(lambda: set(by_method()) == {"tools/list", "tools/call"}, timeout=30), (
+        otlp.of_trace(trace_id)
+    )
+    listed, door = by_method()["tools/list"], by_method()["tools/call"]
+    assert listed.parent_id == caller_span and listed.name == "A2A tools/list"
+    assert "gen_ai.operation.name" not in listed.attributes  # it invokes no agent
+    assert door.parent_id == caller_span
+    assert door.name == "A2A tools/call"
+    assert {k: door.attributes.get(k) for k in (
+        "a2a.binding", "a2a.method", "mcp.method.name", "gen_ai.tool.name", "a2a.agent",
+        "gen_ai.operation.name", "gen_ai.agent.name", "a2a.task.id", "a2a.task.state",
+    )} == {
+        "a2a.binding": "mcp", "a2a.method": "tools/call", "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "echo", "a2a.agent": "echo", "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "echo", "a2a.task.id": result.structured_content["taskId"],
+        "a2a.task.state": "TASK_STATE_COMPLETED",
+    }  # fmt: skip
+    # The task's write and the agent's turn happened within the call.
+    spans = {s.span_id: s for s in otlp.of_trace(trace_id)}
+
+    def within_the_call(span: Span) -> bool:
+        while span.parent_id in spans and span.parent_id != door.span_id:
+            span = spans[span.parent_id]
+        return span.parent_id == door.span_id
+
+    inner = [s for s in spans.values() if s.name in ("a2a.task.write", "a2a.executor echo")]
+    assert {s.name for s in inner} == {"a2a.task.write", "a2a.executor echo"}
+    assert all(within_the_call(s) for s in inner)
 
 
 def test_a_registry_search_is_a_span_of_the_callers_trace(hub: Hub, otlp: OtlpReceiver) -> None:
