@@ -292,7 +292,11 @@ def begin(ex: Exchange) -> float:
 
 
 def open_door(ctx: ServerRequestContext[Any, Any]) -> tracing.Door | None:
-    """The call's server span, continuing the trace its HTTP request carries."""
+    """The call's server span. MCP carries a trace's context in the message's `_meta`, and
+    the MCP SDK's own server span, current here, continues it: the door's span is its child.
+    A message without one continues the trace its HTTP request carries, if any."""
+    if tracing.CONTEXT_HEADERS[0] in (ctx.meta or {}):
+        return tracing.open_door({}, BINDING)
     http = ctx.request
     return tracing.open_door(Request.of(http.scope).headers if http is not None else {}, BINDING)
 

@@ -342,6 +342,37 @@ def test_an_mcp_tool_call_is_a_span_of_the_callers_trace(hub: Hub, otlp: OtlpRec
     assert all(within_the_call(s) for s in inner)
 
 
+def test_an_mcp_call_carrying_its_trace_in_meta_is_traced_below_the_mcp_servers_span(
+    hub: Hub, otlp: OtlpReceiver
+) -> None:
+    traceparent, trace_id, caller_span = new_traceparent()
+    # The HTTP request carries another trace (a proxy's, say): the message's own is followed.
+    proxy = {"traceparent": new_traceparent()[0]}
+
+    async def call() -> Any:
+        async with (
+            httpx2.AsyncClient(headers=proxy, timeout=TIMEOUT) as http,
+            streamable_http_client(f"{hub.web_a}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+            return await mcp.call_tool("echo", {"message": "hi"}, meta={"traceparent": traceparent})
+
+    assert asyncio.run(call()).is_error is False
+
+    def calls() -> list[Span]:
+        return [
+            s for s in otlp.of_trace(trace_id) if s.name in ("tools/call echo", "A2A tools/call")
+        ]
+
+    assert eventually(lambda: len(calls()) == 2, timeout=30), otlp.of_trace(trace_id)
+    by_name = {s.name: s for s in calls()}
+    mcp_span, door = by_name["tools/call echo"], by_name["A2A tools/call"]
+    assert mcp_span.parent_id == caller_span  # the MCP SDK's span continues `_meta`'s trace
+    assert door.parent_id == mcp_span.span_id
+    assert door.attributes["a2a.task.state"] == "TASK_STATE_COMPLETED"
+
+
 def test_a_registry_search_is_a_span_of_the_callers_trace(hub: Hub, otlp: OtlpReceiver) -> None:
     traceparent, trace_id, caller_span = new_traceparent()
 
