@@ -23,13 +23,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from a2ahub.spans import PLAIN
+
 logger = logging.getLogger(__name__)
 
 FIXED64 = Struct("<Q")
 FIXED32 = Struct("<I")
 DOUBLE = Struct("<d")
 INT64 = range(-(2**63), 2**63)
-SCALARS = frozenset((str, bool, int, float))
 # opentelemetry.proto.trace.v1.Span.SpanFlags: the parent's remoteness is known (and is it).
 HAS_IS_REMOTE, IS_REMOTE = 0x100, 0x200
 _SMALL = [bytes((n,)) for n in range(128)]
@@ -99,7 +100,7 @@ def attributes(number: int, values: Mapping[str, Any] | None) -> bytes:
     out = []
     for k, v in values.items():
         kind = type(v)
-        if kind not in SCALARS:
+        if kind not in PLAIN:
             out.append(field(number, key_value(k, v)))
             continue
         known = (number, k, kind, v)  # the type too: True and 1 are equal keys
