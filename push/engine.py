@@ -13,9 +13,10 @@ writes, the next batch fills. The database is reached from one thread of the eng
 to its webhook), then gives it back.
 
 Wake-ups travel on the bus (`a2ahub.bus`: in this process embedded, over Redis otherwise) and
-name the task whose change made deliveries: an engine that already works that task's queue
-(it sends what was added without a new claim, and asks for more only when such a wake-up came)
-or has no room for another queue does not claim for it. `a2ahub_push_wakeups_total` counts, by
+name the task whose change made deliveries, and its last event: an engine that already works
+that task's queue (it sends what was added without a new claim, and asks for more only when a
+wake-up for an event past those it loaded came) or has no room for another queue does not
+claim for it. `a2ahub_push_wakeups_total` counts, by
 outcome, the claims that found work or none and the wake-ups that needed no claim.
 
 A receiver that succeeds after failures (a delivery's own, or others' this engine saw) gets
@@ -78,6 +79,8 @@ WAKE_CHANNEL = "a2ahub:push:wake"
 # engine works the task's queue already, or has no room).
 CLAIMED, EMPTY, HELD, FULL = "claimed", "empty", "held", "full"
 COUNT_EVERY_SECONDS = 0.5  # wake-ups are added to their metric this often at most
+# Claims come no closer together than this, nor do batches: under load each serves more.
+GAP_SECONDS = 0.025
 
 
 class Engine:
@@ -92,6 +95,10 @@ class Engine:
         self.tasks: dict[int, str] = {}  # config -> task, of the queues held (running, unwritten)
         # Queues worked whose task was woken for since their claim: only these may have more.
         self.news: set[int] = set()
+        # The last event of each queue worked that its claim (or its `more`) loaded: a wake-up
+        # for a commit whose events end there brings nothing new. (A task's whole turn is one
+        # commit, whose wake-up most often comes after the claim that took its deliveries.)
+        self.loaded: dict[int, int] = {}
         self.wakeups: dict[str, int] = {}  # outcome -> count, not yet added to the metric
         self.outcomes: list[Outcome] = []
         self.answers = receivers.Answers()  # what receivers answered, for the batch to judge
@@ -124,12 +131,13 @@ class Engine:
         if self.woken is not None:
             self.woken.set()
 
-    def hear(self, task_id: str) -> None:
+    def hear(self, message: str) -> None:
         """A wake-up from the bus, on the engine's loop: claim only when it may find work."""
+        task_id, sequence = woken_for(message)
         held = [config for config, task in self.tasks.items() if task_id and task == task_id]
         if held:
             self.count(HELD)  # its queue loop takes what was added (or claims after release)
-            self.news.update(held)
+            self.news.update(c for c in held if not sequence or sequence > self.loaded.get(c, 0))
         elif len(self.running) >= self.concurrency:
             self.count(FULL)  # a queue that finishes wakes the engine
         else:
@@ -215,12 +223,18 @@ class Engine:
 
     async def claimer(self) -> None:
         assert self.woken is not None
+        last = 0.0
         while True:
             await self.woken.wait()
+            # Under load the wake-ups of a moment are met by one claim of many queues, not by
+            # a claim each: a claim costs the database about as much whatever it finds.
+            if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
             self.woken.clear()
             free = self.concurrency - len(self.running)
             if free <= 0 or self.stopping:
                 continue  # a queue that finishes wakes the engine again
+            last = time.monotonic()
             try:
                 claimed = await self.in_db(claims.claim, free)
             except Exception:
@@ -232,6 +246,7 @@ class Engine:
             for queue in claimed:
                 self.tasks[queue.target.id] = queue.target.task_id
                 self.news.discard(queue.target.id)  # what was woken for before is in the claim
+                self.note_loaded(queue.target.id, queue.items)
                 self.running[queue.target.id] = asyncio.create_task(self.work(queue))
 
     async def work(self, queue: Claimed) -> None:
@@ -251,14 +266,17 @@ class Engine:
                 self.news.discard(target.id)
                 # Events committed while these were sent: on at once, without a new claim.
                 items = await self.in_db(claims.more, target.id, handled)
+                self.note_loaded(target.id, items)
         except Exception:  # a bug, not a receiver's failure: the lease will run out
             logger.exception("push: working the queue of config %s failed", target.id)
             self.running.pop(target.id, None)
             self.tasks.pop(target.id, None)
             self.news.discard(target.id)
+            self.loaded.pop(target.id, None)
             return
         self.running.pop(target.id, None)
         self.news.discard(target.id)  # the release's wake-up claims whatever came since
+        self.loaded.pop(target.id, None)
         self.unwritten.add(target.id)
         self.releases.append(target.id)
         self.written_soon()
@@ -278,6 +296,11 @@ class Engine:
             if not await self.attempt(target, item):
                 return False
         return True
+
+    def note_loaded(self, config_id: int, items: list[Item]) -> None:
+        if items:
+            last = max(item.sequence for item in items)
+            self.loaded[config_id] = max(last, self.loaded.get(config_id, 0))
 
     def lost(self, item: Item) -> None:
         """A lapsed lease: whoever held the queue may have sent its first delivery and died
@@ -351,8 +374,14 @@ class Engine:
     async def writer(self) -> None:
         """Commit what came in since the last batch; while one is written the next fills."""
         assert self.to_write is not None
+        last = 0.0
         while True:
             await self.to_write.wait()
+            if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
+                await asyncio.sleep(
+                    wait
+                )  # as claims: a batch costs much the same whatever its size
+            last = time.monotonic()
             self.to_write.clear()
             batch, releases = self.outcomes, self.releases
             self.outcomes, self.releases = [], []
@@ -503,17 +532,28 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return True
 
 
-def wake_soon(task_id: str = "") -> None:
+def wake_soon(task_id: str = "", sequence: int = 0) -> None:
     """`wake` from an event loop, which must not wait on Redis."""
     if not bus.get().distributed:
         start()  # the embedded hub's own engine, started at the first wake-up
-    bus.get().publish_soon(WAKE_CHANNEL, task_id)
+    bus.get().publish_soon(WAKE_CHANNEL, wake_message(task_id, sequence))
 
 
-def wake(task_id: str = "") -> None:
-    """After a commit that made deliveries for the task ("": whatever is due): the engines
-    that could send them claim them. A Redis that is away loses the wake-up, not the
-    deliveries (the sweep finds them)."""
+def wake(task_id: str = "", sequence: int = 0) -> None:
+    """After a commit that made deliveries for the task ("": whatever is due), whose last
+    event is `sequence` (0: not known): the engines that could send them claim them. A Redis
+    that is away loses the wake-up, not the deliveries (the sweep finds them)."""
     if not bus.get().distributed:
         start()
-    bus.get().publish(WAKE_CHANNEL, task_id)
+    bus.get().publish(WAKE_CHANNEL, wake_message(task_id, sequence))
+
+
+def wake_message(task_id: str, sequence: int) -> str:
+    return f"{task_id} {sequence}" if task_id and sequence else task_id
+
+
+def woken_for(message: str) -> tuple[str, int]:
+    """A wake-up's task and last event (0: not known; a bare task id, as hubs before this
+    one send it, too)."""
+    task_id, _, sequence = message.partition(" ")
+    return task_id, int(sequence) if sequence.isascii() and sequence.isdigit() else 0

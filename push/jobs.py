@@ -19,13 +19,14 @@ from push.models import Delivery, DeliveryState
 SWEEP_LIMIT = 500
 
 
-def kick_task(task_id: str, on_loop: bool = False) -> None:
-    """After the commit of a followed task's change: wake the engines for its deliveries
-    (from the event loop that wrote it, without waiting on Redis)."""
+def kick_task(task_id: str, sequence: int = 0, on_loop: bool = False) -> None:
+    """After the commit of a followed task's change, whose last event is `sequence` (0: not
+    known): wake the engines for its deliveries (from the event loop that wrote it, without
+    waiting on Redis)."""
     if on_loop:
-        engine.wake_soon(task_id)
+        engine.wake_soon(task_id, sequence)
     else:
-        engine.wake(task_id)
+        engine.wake(task_id, sequence)
 
 
 def sweep_due() -> int:

@@ -15,7 +15,11 @@ from tasks.models import Task, TaskEvent
 
 
 class PushNotificationConfig(models.Model):
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="push_configs")
+    # No index of its own: the unique (task, config_id) constraint's serves a task's lookups,
+    # and each index is one more write of every config a webhook send makes.
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="push_configs", db_index=False
+    )
     config_id = models.CharField(max_length=200)
     url = models.URLField(max_length=2000)
     # Write-only on the wire: stored to authenticate deliveries, never returned.
@@ -65,8 +69,10 @@ class Delivery(models.Model):
     """One event for one config; its id is the JWT's `jti` and the `webhook-id` header."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: `delivery_queue` starts with it. A delivery is written twice
+    # (made, then sent), each time into every index.
     config = models.ForeignKey(
-        PushNotificationConfig, on_delete=models.CASCADE, related_name="deliveries"
+        PushNotificationConfig, on_delete=models.CASCADE, related_name="deliveries", db_index=False
     )
     event = models.ForeignKey(TaskEvent, on_delete=models.CASCADE, related_name="deliveries")
     sequence = models.PositiveIntegerField()

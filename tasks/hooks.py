@@ -65,14 +65,15 @@ Row = Replace | PerEvent
 # For a task (with its id, context and protocol version) and the push config a write gives
 # it (None: a change of a task that has webhooks), the rows the write adds.
 planned_rows: list[Callable[[Task, pb.TaskPushNotificationConfig | None], Sequence[Row]]] = []
-# After the commit of a followed task's change: the task's id, and whether on the loop.
-committed: list[Callable[[str, bool], object]] = []
+# After the commit of a followed task's change: the task's id, the sequence of the last event
+# it wrote (0: none, or not known), and whether on the loop.
+committed: list[Callable[[str, int, bool], object]] = []
 
 
 def rows_for(task: Task, config: pb.TaskPushNotificationConfig | None) -> list[Row]:
     return [row for hook in planned_rows for row in hook(task, config)]
 
 
-def run_committed(task_id: str, on_loop: bool) -> None:
+def run_committed(task_id: str, sequence: int, on_loop: bool) -> None:
     for hook in committed:
-        hook(task_id, on_loop)
+        hook(task_id, sequence, on_loop)

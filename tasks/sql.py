@@ -219,35 +219,56 @@ def cast(model: type[Model], name: str) -> str:
 def per_event_sql(row: PerEvent, replaced: list[str]) -> tuple[str, list[Any]]:
     """`INSERT ... SELECT` of one row per new event and matching source row (`k`): the
     source's stored rows, those replaced by this statement read from its parts instead."""
-    model, source = row.model, row.source
-    selected, params = [], []
-    for f in inserted_fields(model):
+    params = []
+    for f in inserted_fields(row.model):
         value = row.values.get(f.name, MISSING)
+        if not (isinstance(value, OfEvent | OfSource) or generated(f, value)):
+            params.append(parameter(f)(f.get_default() if value is MISSING else value))
+    where_params = [parameter(field(row.source, n))(v) for n, v in row.where.items()]
+    params += where_params * (1 + len(replaced))
+    # The text depends only on which values are taken from where: built once per shape.
+    taken = tuple((n, v) for n, v in row.values.items() if isinstance(v, OfEvent | OfSource))
+    text = per_event_text(row.model, row.source, taken, tuple(row.where), tuple(replaced))
+    return text, params
+
+
+def generated(f: Field, value: Any) -> bool:
+    return value is MISSING and f.primary_key and f.default is uuid.uuid4
+
+
+@lru_cache(maxsize=64)
+def per_event_text(
+    model: type[Model],
+    source: type[Model],
+    taken: tuple[tuple[str, OfEvent | OfSource], ...],
+    where_names: tuple[str, ...],
+    replaced: tuple[str, ...],
+) -> str:
+    values = dict(taken)
+    selected = []
+    for f in inserted_fields(model):
+        value = values.get(f.name, MISSING)
         if isinstance(value, OfEvent):
             selected.append(f"e.{value.name}")
         elif isinstance(value, OfSource):
             selected.append(f"k.{column(source, value.name)}")
-        elif value is MISSING and f.primary_key and f.default is uuid.uuid4:
+        elif generated(f, value):
             selected.append("gen_random_uuid()")
         else:
             selected.append(cast(model, f.name))
-            params.append(parameter(f)(f.get_default() if value is MISSING else value))
-    where = [f"{column(source, n)} = {cast(source, n)}" for n in row.where]
-    where_params = [parameter(field(source, n))(v) for n, v in row.where.items()]
+    where = [f"{column(source, n)} = {cast(source, n)}" for n in where_names]
     key = column(source, source._meta.pk.name)  # type: ignore[union-attr]
     stored = f"SELECT * FROM {table(source)} WHERE " + " AND ".join(["TRUE", *where])
-    params += where_params
     for name in replaced:
         stored += f" AND {key} NOT IN (SELECT {key} FROM {name})"
     sources = [stored]
     for name in replaced:
         sources.append(f"SELECT * FROM {name} WHERE " + " AND ".join(["TRUE", *where]))
-        params += where_params
     names = inserted_names(model)
     return (
         f"INSERT INTO {table(model)} ({columns(model, names)}) SELECT {', '.join(selected)}"
         f" FROM ({' UNION ALL '.join(sources)}) k CROSS JOIN {NEW_EVENTS} e"
-    ), params
+    )
 
 
 MISSING = object()

@@ -58,7 +58,7 @@ def announce(plan: Plan, followed: bool, on_loop: bool) -> None:
     else:
         events.publish(task_id, published)
     if followed:
-        hooks.run_committed(task_id, on_loop)
+        hooks.run_committed(task_id, published[-1][0] if published else 0, on_loop)
 
 
 def after_commit(plan: Plan, followed: bool) -> None:

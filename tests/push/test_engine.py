@@ -315,3 +315,87 @@ def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
 
     assert sequences_of(receiver.wait_for(EVENTS)) == [1, 2, 3, 4]
     assert asked == []
+
+
+def test_a_wake_up_for_events_the_claim_already_loaded_asks_for_no_more(
+    caller: Caller, pusher: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under load a task's one wake-up most often comes after another's claim took its
+    # deliveries: it names the task's last event, which that claim loaded, so the engine has
+    # nothing to ask for. A wake-up for a later event, or one that names none, asks.
+    asked: list[int] = []
+    more = claims.more
+
+    def counted(config_id: int, handled: list[uuid.UUID]) -> list[Any]:
+        asked.append(config_id)
+        return more(config_id, handled)
+
+    monkeypatch.setattr(claims, "more", counted)
+    slow = HeldReceiver()
+    try:
+        task = caller.send("pusher", V1, push=webhook(V1, slow.url))
+        slow.wait_for(1, accepted=False)  # the engine works the queue: one delivery in flight
+
+        jobs.kick_task(task["id"], EVENTS)  # what the send's own commit says
+        time.sleep(3 * engine.COUNT_EVERY_SECONDS)
+        slow.answer_all.set()
+        assert sequences_of(slow.wait_for(EVENTS)) == [1, 2, 3, 4]
+        assert eventually(lambda: engine.running() is not None and engine.running().idle)
+        assert asked == []
+
+        slow.answer_all.clear()
+        second = caller.send("pusher", V1, push=webhook(V1, slow.url))
+        slow.wait_for(EVENTS + 1, accepted=False)
+        jobs.kick_task(second["id"], EVENTS + 1)  # an event past those loaded: ask
+        jobs.kick_task(second["id"])  # a hub that names no event: ask
+        slow.answer_all.set()
+        assert eventually(lambda: engine.running() is not None and engine.running().idle)
+    finally:
+        slow.answer_all.set()
+        slow.down()
+    assert len(asked) == 1  # both wake-ups came while the first delivery was in flight
+
+
+def test_a_wake_up_names_its_task_and_last_event_and_reads_the_bare_id_of_older_hubs() -> None:
+    assert engine.woken_for(engine.wake_message("t-1", 7)) == ("t-1", 7)
+    assert engine.woken_for(engine.wake_message("t-1", 0)) == ("t-1", 0)
+    assert engine.woken_for("t-1") == ("t-1", 0)
+    assert engine.woken_for("") == ("", 0)
+    assert engine.woken_for("t-1 ٣") == ("t-1", 0)  # not a number we wrote: not known
+
+
+def test_a_batch_of_successes_and_lost_attempts_is_written_whole(pusher: Agent) -> None:
+    # Nearly every batch (on PostgreSQL, one statement): each attempt a row, a lost attempt and
+    # its resend both counted, the queues released, a delivery deleted meanwhile skipped.
+    task = open_task(pusher)
+    sent, (first, second) = queue_of(task, "sent")
+    taken_over, (resent,) = queue_of(task, "taken-over", events=1)
+    deleted, (gone_meanwhile,) = queue_of(task, "deleted", events=1)
+    now = timezone.now()
+    later = now + timedelta(milliseconds=40)
+    batch = [
+        Outcome(first.id, sent.pk, outcomes.DELIVERED, now, 12, 200, excerpt="ok"),
+        Outcome(second.id, sent.pk, outcomes.DELIVERED, later, 7, 204),
+        Outcome(resent.id, taken_over.pk, outcomes.LOST, now, error=outcomes.LOST_ERROR),
+        Outcome(resent.id, taken_over.pk, outcomes.DELIVERED, later, 3, 200),
+        Outcome(gone_meanwhile.id, deleted.pk, outcomes.DELIVERED, now, 4, 200),
+    ]
+    gone_meanwhile.delete()
+
+    outcomes.record(batch, [sent.pk, taken_over.pk, deleted.pk])
+
+    rows = {d.pk: d for d in Delivery.objects.filter(config__task=task)}
+    assert {(rows[d.pk].state, rows[d.pk].attempts) for d in (first, second)} == {
+        (DeliveryState.DELIVERED, 1)
+    }
+    assert (rows[resent.pk].state, rows[resent.pk].attempts) == (DeliveryState.DELIVERED, 2)
+    assert (rows[first.pk].delivered_at, rows[second.pk].delivered_at) == (now, later)
+    assert rows[resent.pk].delivered_at == later and rows[resent.pk].last_error == ""
+    made = DeliveryAttempt.objects.filter(delivery__config__task=task)
+    assert {(str(a.delivery_id), a.status_code, a.duration_ms) for a in made} == {
+        (str(first.id), 200, 12), (str(second.id), 204, 7), (str(resent.id), None, 0),
+        (str(resent.id), 200, 3),
+    }  # fmt: skip
+    assert made.count() == 4
+    assert made.get(delivery=first).response_excerpt == "ok"
+    assert not PushNotificationConfig.objects.filter(lease_until__isnull=False).exists()
