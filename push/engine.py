@@ -16,8 +16,9 @@ Wake-ups travel on the bus (`a2ahub.bus`: in this process embedded, over Redis o
 name the task whose change made deliveries, and its last event: an engine that already works
 that task's queue (it sends what was added without a new claim, and asks for more only when a
 wake-up for an event past those it loaded came) or has no room for another queue does not
-claim for it. `a2ahub_push_wakeups_total` counts, by
-outcome, the claims that found work or none and the wake-ups that needed no claim.
+claim for it. Claims, and batches, come at most every GAP_SECONDS: under load one claim takes
+the queues of many wake-ups. `a2ahub_push_wakeups_total` counts, by outcome, the claims that
+found work or none and the wake-ups that needed no claim.
 
 A receiver that succeeds after failures (a delivery's own, or others' this engine saw) gets
 its waiting deliveries made due once the batch is written (`push.receivers`), and every engine
@@ -53,7 +54,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 
-from a2ahub import bus, metrics, signing, tracing
+from a2ahub import bus, metrics, numerals, signing, tracing
 from a2ahub.outbound import origin_of
 from a2ahub.outbound_pool import OutboundPool, describe
 from push import claims, delivery, outcomes, receivers
@@ -377,10 +378,9 @@ class Engine:
         last = 0.0
         while True:
             await self.to_write.wait()
+            # As claims: a batch costs the database much the same whatever its size.
             if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
-                await asyncio.sleep(
-                    wait
-                )  # as claims: a batch costs much the same whatever its size
+                await asyncio.sleep(wait)
             last = time.monotonic()
             self.to_write.clear()
             batch, releases = self.outcomes, self.releases
@@ -556,4 +556,4 @@ def woken_for(message: str) -> tuple[str, int]:
     """A wake-up's task and last event (0: not known; a bare task id, as hubs before this
     one send it, too)."""
     task_id, _, sequence = message.partition(" ")
-    return task_id, int(sequence) if sequence.isascii() and sequence.isdigit() else 0
+    return task_id, numerals.whole_number(sequence) or 0

@@ -3,7 +3,7 @@ outcome one statement for the whole batch (delivered, abandoned, retried later, 
 turns its config off, an attempt lost with a process), with the queues to release, in one
 transaction. On PostgreSQL a batch of successes (and lost attempts), nearly every batch, is
 one statement instead: the transaction's five round trips, and the ORM building a model
-instance per attempt, were most of an engine's database time (bench/push.py --send-ratio).
+instance per attempt, were over a quarter of an engine's CPU (bench/push.py --send-ratio).
 
 A queue's next delivery may be sent before the outcome of the previous one is written; the
 batch and the release of its queue commit together, so after a crash the first delivery not
