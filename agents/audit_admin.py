@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
 from oauth2_provider.models import get_access_token_model, get_application_model
 
-from a2ahub import when
+from a2ahub import numerals, when
 from a2ahub.admin_columns import shorten, shortened
 from agents.models import AccessChange, CredentialUse
 
@@ -51,14 +51,17 @@ class PrincipalFilter(admin.SimpleListFilter):
         return queryset.filter(principal=self.value()) if self.value() else queryset
 
 
+def user_pk(principal: str) -> int | None:
+    return numerals.whole_number(principal.partition(":")[2])
+
+
 def principal_labels(principals: list[str]) -> list[str]:
     """`user:3` as `user:3 (alice)`, one read for all the users."""
-    ids = [int(p[5:]) for p in principals if p.startswith("user:") and p[5:].isdigit()]
+    ids = [n for p in principals if p.startswith("user:") and (n := user_pk(p)) is not None]
     names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
     labels = []
     for principal in principals:
-        _, _, rest = principal.partition(":")
-        name = names.get(int(rest)) if principal.startswith("user:") and rest.isdigit() else None
+        name = names.get(user_pk(principal)) if principal.startswith("user:") else None
         labels.append(f"{principal} ({name})" if name else principal)
     return labels
 

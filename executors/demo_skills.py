@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from a2a.types import a2a_pb2 as pb
 
+from a2ahub import numerals
 from executors.python import InputRequired, Status, skill
 from tasks.executor import RequestContext
 
@@ -32,7 +33,7 @@ async def word_count(context: RequestContext) -> dict[str, int]:
 @skill("demo.countdown")
 async def countdown(context: RequestContext) -> AsyncIterator[str | Status]:
     """Streaming: one line per step, with progress in between."""
-    digits = [int(d) for d in context.text().split() if d.isdigit()]
+    digits = [n for w in context.text().split() if (n := numerals.whole_number(w)) is not None]
     start = min(digits[0] if digits else 3, 20)
     for n in range(start, 0, -1):
         yield Status(f"{n} to go")

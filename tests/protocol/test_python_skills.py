@@ -80,6 +80,15 @@ def test_a_generator_streams_one_artifact_with_progress(
     assert progress == ["3 to go", "2 to go", "1 to go"]
 
 
+def test_a_number_in_another_script_is_no_number_to_count_down_from(
+    caller: Caller, toolbox: Agent
+) -> None:
+    task = ask(caller, V1, "countdown", "² ٣ 99999999999999999999999 2")
+
+    assert state_of(task) == "completed"
+    assert "".join(artifact_texts(task)) == "2\n1\nlift-off\n"
+
+
 @both_versions
 def test_input_required_asks_and_the_answer_continues_the_task(
     caller: Caller, toolbox: Agent, version: str
