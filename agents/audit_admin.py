@@ -58,7 +58,9 @@ def user_pk(principal: str) -> int | None:
 def principal_labels(principals: list[str]) -> list[str]:
     """`user:3` as `user:3 (alice)`, one read for all the users."""
     ids = [n for p in principals if p.startswith("user:") and (n := user_pk(p)) is not None]
-    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    names: dict[int | None, str] = dict(
+        get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")
+    )
     labels = []
     for principal in principals:
         name = names.get(user_pk(principal)) if principal.startswith("user:") else None
