@@ -297,11 +297,9 @@ def test_a_wake_up_that_found_nothing_to_send_shows_in_the_metrics(
     assert eventually(lambda: moved(before, wakeups_counted(client)) == {"empty": 1})
 
 
-def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
-    caller: Caller, pusher: Agent, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The task's whole turn is one write: its claim holds every delivery, and no later commit
-    # woke the engine for the task, so there is nothing more to ask the database for.
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The configs the engine asks the database for more of (`claims.more`), in order."""
     asked: list[int] = []
     more = claims.more
 
@@ -310,7 +308,14 @@ def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
         return more(config_id, handled)
 
     monkeypatch.setattr(claims, "more", counted)
+    return asked
 
+
+def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
+    caller: Caller, pusher: Agent, receiver: Receiver, asked: list[int]
+) -> None:
+    # The task's whole turn is one write: its claim holds every delivery, and no later commit
+    # woke the engine for the task, so there is nothing more to ask the database for.
     caller.send("pusher", V1, push=webhook(V1, receiver.url))
 
     assert sequences_of(receiver.wait_for(EVENTS)) == [1, 2, 3, 4]
@@ -318,19 +323,11 @@ def test_a_queue_whose_task_nothing_woke_for_meanwhile_asks_for_no_more(
 
 
 def test_a_wake_up_for_events_the_claim_already_loaded_asks_for_no_more(
-    caller: Caller, pusher: Agent, monkeypatch: pytest.MonkeyPatch
+    caller: Caller, pusher: Agent, asked: list[int]
 ) -> None:
     # Under load a task's one wake-up most often comes after another's claim took its
     # deliveries: it names the task's last event, which that claim loaded, so the engine has
     # nothing to ask for. A wake-up for a later event, or one that names none, asks.
-    asked: list[int] = []
-    more = claims.more
-
-    def counted(config_id: int, handled: list[uuid.UUID]) -> list[Any]:
-        asked.append(config_id)
-        return more(config_id, handled)
-
-    monkeypatch.setattr(claims, "more", counted)
     slow = HeldReceiver()
     try:
         task = caller.send("pusher", V1, push=webhook(V1, slow.url))
