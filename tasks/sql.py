@@ -226,8 +226,11 @@ def per_event_sql(row: PerEvent, replaced: list[str]) -> tuple[str, list[Any]]:
             params.append(parameter(f)(f.get_default() if value is MISSING else value))
     where_params = [parameter(field(row.source, n))(v) for n, v in row.where.items()]
     params += where_params * (1 + len(replaced))
-    # The text depends only on which values are taken from where: built once per shape.
-    taken = tuple((n, v) for n, v in row.values.items() if isinstance(v, OfEvent | OfSource))
+    # The text depends only on where each value comes from (None: a constant, a parameter):
+    # built once per shape.
+    taken = tuple(
+        (n, v if isinstance(v, OfEvent | OfSource) else None) for n, v in row.values.items()
+    )
     text = per_event_text(row.model, row.source, taken, tuple(row.where), tuple(replaced))
     return text, params
 
@@ -240,7 +243,7 @@ def generated(f: Field, value: Any) -> bool:
 def per_event_text(
     model: type[Model],
     source: type[Model],
-    taken: tuple[tuple[str, OfEvent | OfSource], ...],
+    taken: tuple[tuple[str, OfEvent | OfSource | None], ...],
     where_names: tuple[str, ...],
     replaced: tuple[str, ...],
 ) -> str:
