@@ -52,18 +52,18 @@ class PrincipalFilter(admin.SimpleListFilter):
 
 
 def user_pk(principal: str) -> int | None:
-    return numerals.whole_number(principal.partition(":")[2])
+    """The user's id of a `user:<id>` principal; None for any other."""
+    kind, _, rest = principal.partition(":")
+    return numerals.whole_number(rest) if kind == "user" else None
 
 
 def principal_labels(principals: list[str]) -> list[str]:
     """`user:3` as `user:3 (alice)`, one read for all the users."""
-    ids = [n for p in principals if p.startswith("user:") and (n := user_pk(p)) is not None]
-    names: dict[int | None, str] = dict(
-        get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")
-    )
+    pks = {p: pk for p in principals if (pk := user_pk(p)) is not None}
+    names = dict(get_user_model().objects.filter(pk__in=pks.values()).values_list("pk", "username"))
     labels = []
     for principal in principals:
-        name = names.get(user_pk(principal)) if principal.startswith("user:") else None
+        name = names.get(pks[principal]) if principal in pks else None
         labels.append(f"{principal} ({name})" if name else principal)
     return labels
 

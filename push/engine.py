@@ -229,8 +229,7 @@ class Engine:
             await self.woken.wait()
             # Under load the wake-ups of a moment are met by one claim of many queues, not by
             # a claim each: a claim costs the database about as much whatever it finds.
-            if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
-                await asyncio.sleep(wait)
+            await gap_after(last)
             self.woken.clear()
             free = self.concurrency - len(self.running)
             if free <= 0 or self.stopping:
@@ -378,9 +377,7 @@ class Engine:
         last = 0.0
         while True:
             await self.to_write.wait()
-            # As claims: a batch costs the database much the same whatever its size.
-            if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
-                await asyncio.sleep(wait)
+            await gap_after(last)  # as claims: a batch costs much the same whatever its size
             last = time.monotonic()
             self.to_write.clear()
             batch, releases = self.outcomes, self.releases
@@ -440,6 +437,12 @@ class Engine:
                     await self.in_db(claims.renew, held)
                 except Exception:
                     logger.exception("push: renewing %d leases failed", len(held))
+
+
+async def gap_after(last: float) -> None:
+    """Wait until GAP_SECONDS have passed since `last` (a `time.monotonic()`)."""
+    if (wait := last + GAP_SECONDS - time.monotonic()) > 0:
+        await asyncio.sleep(wait)
 
 
 def delivery_span(target: Target, item: Item) -> Any:
