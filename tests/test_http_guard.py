@@ -52,6 +52,9 @@ class Receiver(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.seen.append(f"POST {self.path}")
+        # Read before answering: a socket closed with the request unread sends a reset, which
+        # can throw away an answer the client has not read yet.
+        self.body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         routes = {
             "/lines": self.lines,
             "/redirect": self.redirect,
@@ -74,11 +77,12 @@ class Receiver(BaseHTTPRequestHandler):
         self.go_on.wait(timeout=5)
         self.wfile.write(b'{"n": 2}\r\n{"n": 3}')
 
+    body = b""
+
     def echo(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
         body = json.dumps(
             {
-                "body": self.rfile.read(length).decode(),
+                "body": self.body.decode(),
                 "host": self.headers["Host"],
                 "user_agent": self.headers["User-Agent"],
                 "token": self.headers.get("X-A2A-Notification-Token"),
