@@ -17,7 +17,7 @@ class HubConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in, user_login_failed
         from django.db.backends.signals import connection_created
 
-        from a2ahub import dbpool, outages, tracing
+        from a2ahub import dbpool, outages, protobuf_strings, tracing
         from a2ahub.login_throttle import clear_failures, record_failure
         from a2ahub.outbound import register_own_origin
 
@@ -28,6 +28,7 @@ class HubConfig(AppConfig):
         user_login_failed.connect(record_failure, dispatch_uid="a2ahub.login_throttle.failure")
         user_logged_in.connect(clear_failures, dispatch_uid="a2ahub.login_throttle.success")
         dbpool.install()
+        protobuf_strings.install()
         # Before any job, request or connection: instrumentations patch what those use.
         tracing.setup(commands=settings.TRACE_COMMANDS)
         if dbpool.drain not in outages.DATABASE.on_began:

@@ -378,7 +378,8 @@ A2A_MAX_MESSAGE_PARTS = env_int("A2A_MAX_MESSAGE_PARTS", 1000, 1, 1_000_000)
 A2A_MAX_JSON_DEPTH = env_int("A2A_MAX_JSON_DEPTH", 32, 4, 900)
 A2A_MAX_METADATA_BYTES = env_int("A2A_MAX_METADATA_BYTES", 64 * 1024, 64, 1024**3)
 # A request body larger than this is parsed and checked on a thread, its answer serialized on
-# one too, so the event loop keeps answering other requests meanwhile (protocol/big_bodies.py).
+# one too, as are the task rows it makes (planned, then read back), so the event loop keeps
+# answering other requests meanwhile (a2ahub/big_bodies.py).
 A2A_THREAD_BODY_BYTES = env_int("A2A_THREAD_BODY_BYTES", 256 * 1024, 0, 1024**3)
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 # Every process says it is alive this often (a2ahub/processes.py) and beats the hearts of the

@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.message_factory import GetMessageClass
 
-from a2ahub import metrics, request_id, tracing
+from a2ahub import big_bodies, metrics, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -42,7 +42,6 @@ from a2ahub.errors import (
 from a2ahub.request import Headers, Request
 from agents.models import Agent
 from protocol import (
-    big_bodies,
     door,
     grpc_errors,
     grpc_events,

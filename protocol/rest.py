@@ -28,7 +28,7 @@ from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from google.protobuf.json_format import ParseError
 
-from a2ahub import jsonbytes, metrics, numerals, request_id, tracing
+from a2ahub import big_bodies, jsonbytes, metrics, numerals, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -43,7 +43,7 @@ from a2ahub.errors import (
 )
 from a2ahub.request import Request
 from agents.models import Agent
-from protocol import big_bodies, door, limits, request_caps, rest_v03, strings
+from protocol import door, limits, request_caps, rest_v03, strings
 from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
 from protocol.results import v1_result

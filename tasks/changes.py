@@ -60,6 +60,17 @@ class ArtifactChange:
 Change = StatusChange | ArtifactChange
 
 
+def carried_bytes(changes: Sequence[Change]) -> int:
+    """The protobuf bytes of what `changes` carry (counted in C, nothing written)."""
+    size = 0
+    for change in changes:
+        if isinstance(change, ArtifactChange):
+            size += change.artifact.ByteSize()
+        elif change.message is not None:
+            size += change.message.ByteSize()
+    return size
+
+
 @dataclass
 class NewTask:
     agent_id: int

@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError
 from django.utils import timezone
 
-from a2ahub import tracing
+from a2ahub import big_bodies, tracing
 from a2ahub.errors import InvalidParamsError, invalid_params
 from tasks import hooks, reading, sql, stopping
 from tasks.changes import (
@@ -36,6 +36,7 @@ from tasks.changes import (
     TransitionRefused,
     agent_text,
     apply_changes,
+    carried_bytes,
     final_state,
     number_events,
     plan_open,
@@ -69,7 +70,9 @@ async def open(
 async def stored(
     spec: NewTask, changes: Sequence[Change], runner: str, history: bool, again: bool
 ) -> Outcome:
-    task, plan, end = plan_open(spec, changes, runner)
+    # A big message or artifact is turned into rows, and back, on a thread (a2ahub/big_bodies).
+    size = spec.message.ByteSize() + carried_bytes(changes)
+    task, plan, end = await big_bodies.off_loop(size, plan_open, spec, changes, runner)
     extra = hooks.rows_for(task, spec.push_config) if spec.push_config is not None else []
     try:
         with client_id_guard(spec):
@@ -82,7 +85,7 @@ async def stored(
             raise
         # The lost answer's write was stored: its events were never told.
         announce(plan, task.push_enabled, on_loop=True)
-    return opened(task, plan, end, history)
+    return await big_bodies.off_loop(size, opened, task, plan, end, history)
 
 
 @contextmanager
@@ -152,10 +155,15 @@ async def recorded(
         artifacts.update({key: copy(row) for key, row in (known.artifacts or {}).items()})
         apply_changes(plan, changes, artifacts, known.position)
 
-    plan = await apply(task_id, known, (expected,), end, build, also=also, after=after)
+    size = carried_bytes(changes)
+    plan = await apply(task_id, known, (expected,), end, build, also=also, after=after, size=size)
     if known.artifacts is not None:
         known.artifacts = artifacts
     known.position += len(plan.messages)
+    return await big_bodies.off_loop(size, recorded_outcome, end, plan, known)
+
+
+def recorded_outcome(end: TaskState, plan: Plan, known: Known) -> Outcome:
     if known.history is not None:
         known.history.extend(message_to_pb(m) for m in plan.messages)
     snapshot = snapshot_of(plan.task, known) if end in ENDING_STATES else None
@@ -173,6 +181,7 @@ async def apply(
     protocol_version: str = "",
     also: dict[str, Any] | None = None,
     after: int | None = None,
+    size: int = 0,
 ) -> Plan:
     """Plan a change with `build` and write it if the task is in one of `states` (and has
     that `owner`; and, `after`, that last event). A task not known to have webhooks is
@@ -184,7 +193,7 @@ async def apply(
             protocol_version=protocol_version,
         )  # fmt: skip
         plan = Plan(shell, 0, timezone.now())
-        build(plan)
+        await big_bodies.off_loop(size, build, plan)
         followed = known.push_enabled is not False or config is not None
         values = {"state": end, "updated_at": plan.now, "heartbeat_at": plan.now}
         if any(event.kind == "status" for event in plan.events):
@@ -251,6 +260,7 @@ async def add_user_message(
     plan = await apply(
         task.id, known, interrupted, S.WORKING, build, owner=owner, config=push_config,
         protocol_version=task.protocol_version, also={"runner": runner} if runner else None,
+        size=message.ByteSize(),
     )  # fmt: skip
     return Outcome(S.WORKING, plan.sequence)
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 from pytest_django.fixtures import Settings
 
-from protocol.big_bodies import off_loop
+from a2ahub.big_bodies import off_loop
 
 pytestmark = pytest.mark.anyio
 

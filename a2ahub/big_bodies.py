@@ -1,10 +1,11 @@
 """Large request bodies off the event loop.
 
-Reading a request into protobuf or pydantic, and writing its answer, take time in proportion
-to its size: for a body of a few megabytes, whole seconds in which no other request of the
-process gets an answer. A request whose body is over `A2A_THREAD_BODY_BYTES` has that work
-done on a thread, so the loop keeps serving; smaller ones (nearly all) stay on the loop, where
-a thread hop would cost more than the work.
+Reading a request into protobuf or pydantic, writing what it makes into rows and reading
+them back, and writing its answer, take time in proportion to its size: for a body of a few
+megabytes, whole seconds in which no other request of the process gets an answer. A request
+whose body is over `A2A_THREAD_BODY_BYTES` has that work done on a thread (the doors' parse
+and answer, the task writer's plan and outcome), so the loop keeps serving; smaller ones
+(nearly all) stay on the loop, where a thread hop would cost more than the work.
 """
 
 from __future__ import annotations

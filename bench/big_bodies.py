@@ -1,0 +1,190 @@
+"""How long a 10 MB request holds the web process: the longest wait of `/healthz` while it is
+served.
+
+It starts the distributed hub with bench/run.py's machinery (PostgreSQL, Redis, a migrated
+and seeded database, one daphne web process; the `echo` agent answers inline, so no worker)
+and a probe in a process of its own that asks `/healthz` every 20 ms and notes each wait. The
+client then sends, one after another, blocking 1.0 `SendMessage`s of just under 10 MB (the
+default request limit) to `echo`, which answers with all of it: each shape `--sends` times.
+
+    python bench/big_bodies.py               # from the repository root; about a minute
+    python bench/big_bodies.py --sends 10 --markdown out.md
+
+Shapes: ten text parts of 0.95 MB, one text part of 9.5 MB, and one data part holding a list
+of 100,000 short strings. The report gives, per shape, the send's median time and the probe's
+median, p99 and longest wait while the sends ran, beside its waits with nothing sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as hub
+
+LIMIT = 10 * 1024 * 1024  # A2A_MAX_REQUEST_BYTES by default
+PROBE_GAP = 0.02
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    hub.add_service_arguments(p, redis_db=6)
+    p.add_argument("--sends", type=int, default=5, help="sends of each shape")
+    p.add_argument("--probe", help=argparse.SUPPRESS)  # the probe's own process: its base URL
+    hub.add_run_arguments(p, first_port=8370)
+    return p.parse_args(argv)
+
+
+# -- the probe (its own process, so the client never holds its GIL) ---------------------------
+
+
+def probe(base: str) -> None:
+    """GET /healthz one after another, printing each wait in ms (an error as -1)."""
+    import http.client
+
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    while True:
+        started = time.monotonic()
+        try:
+            connection.request("GET", "/healthz")
+            answer = connection.getresponse()
+            answer.read()
+            wait = (time.monotonic() - started) * 1000 if answer.status == 200 else -1
+        except OSError:
+            connection.close()
+            wait = -1
+        print(f"{time.time():.4f} {wait:.2f}", flush=True)
+        time.sleep(PROBE_GAP)
+
+
+def start_probe(bench: hub.Bench, base: str) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, "--probe", base]
+    out = open(bench.logs / "probe.txt", "w")  # noqa: SIM115 (lives as long as the probe)
+    return subprocess.Popen(command, stdout=out, text=True)
+
+
+def waits_between(bench: hub.Bench, start: float, end: float) -> list[float]:
+    waits = []
+    for line in (bench.logs / "probe.txt").read_text().splitlines():
+        at, wait = (float(value) for value in line.split())
+        # A probe that started before `end` and answered after it waited within the window.
+        if start <= at - max(wait, 0) / 1000 <= end:
+            waits.append(wait)
+    return waits
+
+
+# -- the sends ---------------------------------------------------------------------------------
+
+
+def shapes() -> dict[str, list[dict[str, Any]]]:
+    return {
+        "ten text parts of 0.95 MB": [{"text": "y" * (LIMIT // 11)} for _ in range(10)],
+        "one text part of 9.5 MB": [{"text": "y" * (LIMIT * 9 // 10)}],
+        "a data part of 100,000 strings": [{"data": ["z" * 60] * 100_000}],
+    }
+
+
+def send(url: str, parts: list[dict[str, Any]]) -> float:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": {"message": message}}).encode()  # fmt: skip
+    if len(body) > LIMIT:
+        raise SystemExit(f"a body of {len(body)} bytes is over the limit")
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "A2A-Version": "1.0", "Content-Type": "application/json"})  # fmt: skip
+    started = time.monotonic()
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        result = json.loads(answer.read())["result"]
+    if result["task"]["status"]["state"] != "TASK_STATE_COMPLETED":
+        raise RuntimeError(f"the send ended {result['task']['status']['state']}")
+    return time.monotonic() - started
+
+
+def run_all(bench: hub.Bench) -> list[tuple[str, list[float], list[float]]]:
+    args = bench.args
+    port = next(p for p in range(args.port, args.port + 50) if hub.port_free(p))
+    url = hub.create_database(bench, f"a2abench_big_{bench.tag}")
+    hub.flush_redis(bench)
+    env = hub.hub_env(url.replace("postgresql://", "postgres://"), args.redis, bench.logs / "data")
+    print("== preparing the hub (migrate, seed)")
+    hub.prepare_hub(bench, env)
+    base = f"http://127.0.0.1:{port}"
+    bench.start("web", hub.hub_web_command("hub-daphne", port), env, hub.REPO)
+    hub.wait_http(bench, "web", f"{base}/agents/echo/.well-known/agent-card.json")
+    endpoint = f"{base}/agents/echo/jsonrpc/"
+    send(endpoint, [{"text": "warm"}])
+    prober = start_probe(bench, base)
+    rows = []
+    try:
+        time.sleep(3)
+        rows.append(("nothing sent", [], waits_between(bench, time.time() - 2.5, time.time())))
+        for name, parts in shapes().items():
+            print(f"== {name}")
+            started, took = time.time(), []
+            for _ in range(args.sends):
+                took.append(send(endpoint, parts))
+                bench.check_alive("web")
+            time.sleep(0.2)
+            rows.append((name, took, waits_between(bench, started, time.time())))
+    finally:
+        prober.terminate()
+        prober.wait(timeout=10)
+    return rows
+
+
+def report(rows: list[tuple[str, list[float], list[float]]], sends: int) -> str:
+    lines = [
+        f"Blocking 1.0 `SendMessage` to the inline `echo` agent, {sends} sends a shape, one at a "
+        f"time; `/healthz` asked every {PROBE_GAP * 1000:.0f} ms from another process.",
+        "",
+        "| body | send s (median) | /healthz wait ms: median | p99 | longest | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, took, waits in rows:
+        good = sorted(w for w in waits if w >= 0)
+        p99 = good[min(len(good) - 1, int(len(good) * 0.99))] if good else None
+        lines.append(
+            f"| {name} | {hub.fmt(statistics.median(took), 2) if took else '-'} "
+            f"| {hub.fmt(statistics.median(good) if good else None)} | {hub.fmt(p99)} "
+            f"| {hub.fmt(good[-1] if good else None)} | {len(waits) - len(good)} |"
+        )
+    return "\n".join(lines)
+
+
+def environment() -> str:
+    from importlib.metadata import version
+
+    packages = ", ".join(f"{n} {version(n)}" for n in ("django", "daphne", "protobuf"))
+    return (f"{time.strftime('%Y-%m-%dT%H:%M')}, {os.cpu_count()} cores, "
+            f"Python {sys.version.split()[0]}; {packages}; not pinned")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.probe:
+        probe(args.probe)
+        return 0
+    started = time.monotonic()
+    with hub.bench_session(args, "a2ahub-bench-big-", pin=False) as bench:
+        rows = run_all(bench)
+    text = f"Run: {environment()}\n\n{report(rows, args.sends)}"
+    print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
+    if args.markdown:
+        args.markdown.write_text(f"# A 10 MB request and the web process\n\n{text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
