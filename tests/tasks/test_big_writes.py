@@ -1,17 +1,21 @@
 """A task write that carries a big message or artifact (past A2A_THREAD_BODY_BYTES) is turned
 into rows, and the outcome read back from them, on a thread: the event loop serves other
 requests meanwhile. A small one stays on the loop, where a thread hop costs more than the
-work. Either way the task reads back exactly as it was written."""
+work. Either way the task reads back exactly as it was written.
+
+Each write runs under `async_to_sync`, as a request's does: the writer's database calls come
+back to this thread, whose connection the test database's teardown closes."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from asgiref.sync import async_to_sync
 from django.db.models import Model
 from django.db.models.signals import post_init
 from pytest_django.fixtures import Settings
@@ -57,7 +61,7 @@ def new_task(agent: Agent, text: str) -> NewTask:
                    execution_mode="inline", metadata={})  # fmt: skip
 
 
-def stored(task_id: object) -> pb.Task:
+def stored(task_id: uuid.UUID) -> pb.Task:
     return load_task(Task.objects.get(id=task_id), None)
 
 
@@ -72,7 +76,7 @@ def test_a_new_task_is_planned_on_the_loop_only_when_small(
             await writer.open(spec, [StatusChange(TaskState.WORKING)])
         return threading.get_ident(), makers
 
-    loop_thread, makers = asyncio.run(run())
+    loop_thread, makers = async_to_sync(run)()
 
     assert len(makers) == 1
     assert (makers == {loop_thread}) is on_loop
@@ -96,7 +100,7 @@ def test_a_change_is_planned_and_read_back_on_the_loop_only_when_small(
             )  # fmt: skip
         return threading.get_ident(), makers, outcome.snapshot
 
-    loop_thread, makers, snapshot = asyncio.run(run())
+    loop_thread, makers, snapshot = async_to_sync(run)()
 
     assert (makers == {loop_thread}) is on_loop
     assert snapshot is not None and snapshot.artifacts[0].parts[0].text == text
@@ -115,7 +119,7 @@ def test_the_message_a_follow_up_adds_is_planned_off_the_loop_when_big(agent: Ag
             await writer.add_user_message(spec.id, "apikey:big", follow_up)
         return threading.get_ident(), makers
 
-    loop_thread, makers = asyncio.run(run())
+    loop_thread, makers = async_to_sync(run)()
 
     assert makers and loop_thread not in makers
     assert [m.parts[0].text for m in stored(spec.id).history] == ["hi", BIG]
