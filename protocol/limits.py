@@ -4,9 +4,11 @@ error saying which limit, and the agent's row records the hit for operators."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections import defaultdict
+import uuid
+from collections import deque
 
 import redis
 from django.conf import settings
@@ -38,42 +40,68 @@ def note_hit(agent: Agent, what: str) -> None:
     )
 
 
-_local_counts: dict[str, int] = defaultdict(int)
+# The requests each key made in the last WINDOW_SECONDS, in this process (embedded: no Redis).
+_local_times: dict[str, deque[float]] = {}
 _local_lock = threading.Lock()
 
 
 def forget_counts() -> None:
     with _local_lock:
-        _local_counts.clear()
+        _local_times.clear()
 
 
-def count_request(key: str) -> int:
-    """This window's count for `key`, shared by every process through Redis when there is one."""
-    if settings.REDIS_URL:
-        try:
-            with redis_clients.shared_client().pipeline() as pipe:
-                pipe.incr(key)
-                pipe.expire(key, WINDOW_SECONDS + 1)
-                count, _ = pipe.execute()
-            return int(count)
-        except redis.RedisError:
-            return 0  # a limit must not take the hub down with Redis
+def take(key: str, limit: int, now: float) -> float | None:
+    """Count a request for `key` unless `limit` requests were taken in the WINDOW_SECONDS
+    before `now`; None when taken, else the seconds until one of those leaves the window.
+
+    A moving window, not a per-minute counter: one that starts again at each minute lets a
+    caller send its whole allowance at :59 and again at :00. A refused request uses nothing,
+    so a caller who keeps trying is not kept out any longer for it. Shared by every process
+    through Redis when there is one; a limit must not take the hub down with Redis."""
+    if not settings.REDIS_URL:
+        return take_locally(key, limit, now)
+    client = redis_clients.shared_client()
+    member = f"{now:.6f}:{uuid.uuid4().hex[:8]}"
+    try:
+        # MULTI/EXEC: each caller's trim, count and add run together, so two requests at
+        # once cannot both take the last place.
+        with client.pipeline() as pipe:
+            pipe.zremrangebyscore(key, "-inf", now - WINDOW_SECONDS)
+            pipe.zcard(key)
+            pipe.zadd(key, {member: now})
+            pipe.zrange(key, 0, 0, withscores=True)
+            pipe.expire(key, WINDOW_SECONDS + 1)
+            _, taken, _, oldest, _ = pipe.execute()
+        if int(taken) < limit:
+            return None
+        client.zrem(key, member)
+        return float(oldest[0][1]) + WINDOW_SECONDS - now
+    except redis.RedisError:
+        return None
+
+
+def take_locally(key: str, limit: int, now: float) -> float | None:
     with _local_lock:
-        if len(_local_counts) > 100_000:
-            _local_counts.clear()
-        _local_counts[key] += 1
-        return _local_counts[key]
+        if len(_local_times) > 100_000:
+            _local_times.clear()
+        times = _local_times.setdefault(key, deque())
+        while times and times[0] <= now - WINDOW_SECONDS:
+            times.popleft()
+        if len(times) >= limit:
+            return times[0] + WINDOW_SECONDS - now
+        times.append(now)
+        return None
 
 
 def check_rate(agent: Agent, principal: str) -> None:
     limit = agent.requests_per_minute
     if not limit:
         return
-    window = int(time.time() // WINDOW_SECONDS)
     # created_at tells apart agents that reuse a primary key (a database made again).
-    key = f"a2ahub:rate:{agent.pk}:{agent.created_at.timestamp():.6f}:{principal}:{window}"
-    if count_request(key) > limit:
-        retry = WINDOW_SECONDS - int(time.time() % WINDOW_SECONDS)
+    key = f"a2ahub:rate:{agent.pk}:{agent.created_at.timestamp():.6f}:{principal}"
+    wait = take(key, limit, time.time())
+    if wait is not None:
+        retry = max(1, math.ceil(wait))
         what = f"more than {limit} requests per minute from one caller"
         note_hit(agent, what)
         raise LimitExceeded(f"This agent takes at most {limit} requests per minute from you; "
