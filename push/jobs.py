@@ -19,17 +19,8 @@ from push.models import Delivery, DeliveryState
 SWEEP_LIMIT = 500
 
 
-def kick_task(task_id: str, sequence: int = 0, on_loop: bool = False) -> None:
-    """After the commit of a followed task's change, whose last event is `sequence` (0: not
-    known): wake the engines for its deliveries (from the event loop that wrote it, without
-    waiting on Redis)."""
-    if on_loop:
-        engine.wake_soon(task_id, sequence)
-    else:
-        engine.wake(task_id, sequence)
-
-
-def sweep_due() -> int:
+@shared_task(name="push.sweep_due_deliveries", ignore_result=True)
+def sweep_due_deliveries() -> int:
     """Wake the engines if due queues wait with no one holding them; how many (up to
     SWEEP_LIMIT)."""
     now = timezone.now()
@@ -44,11 +35,6 @@ def sweep_due() -> int:
     if due:
         engine.wake()
     return len(due)
-
-
-@shared_task(name="push.sweep_due_deliveries", ignore_result=True)
-def sweep_due_deliveries() -> int:
-    return sweep_due()
 
 
 @shared_task(name="push.prune_finished_deliveries", ignore_result=True)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from a2ahub import schedule
 from a2ahub.outbound import origin_of
-from push import jobs
+from push import engine, jobs
 from push.configs import DEFAULT_ID
 from push.models import Delivery, DeliveryState, PushNotificationConfig
 from tasks import hooks
@@ -28,9 +28,19 @@ def register() -> None:
     if planned_rows in hooks.planned_rows:
         return  # already registered
     hooks.planned_rows.append(planned_rows)
-    hooks.committed.append(jobs.kick_task)
+    hooks.committed.append(wake_engines)
     # Wakes the engines for due queues no one holds (a lost wake-up, a dead process's lease).
     schedule.register(jobs.sweep_due_deliveries, lambda: settings.TASK_HEARTBEAT_SECONDS)
+
+
+def wake_engines(task_id: str, sequence: int = 0, on_loop: bool = False) -> None:
+    """After the commit of a followed task's change, whose last event is `sequence` (0: not
+    known): wake the engines for its deliveries (from the event loop that wrote it, without
+    waiting on Redis)."""
+    if on_loop:
+        engine.wake_soon(task_id, sequence)
+    else:
+        engine.wake(task_id, sequence)
 
 
 def planned_rows(task: Task, config: pb.TaskPushNotificationConfig | None) -> list[Row]:
