@@ -25,6 +25,8 @@ and for crowds of new connections:
   in crowds: when a web process dies, every stream it held re-attaches elsewhere at once, and
   a connection past a full queue is dropped by the kernel, then fails on the client's side.
 uvicorn with its standard extras does the first three by default (and has the same backlog).
+Twisted's table of reason phrases lacks some codes the hub answers with: its status line said
+"429 Unknown Status"; it now takes HTTP's own phrase ("429 Too Many Requests").
 
 With `LOG_FORMAT=json` the access log goes through logging too, so that every line is JSON and
 carries the request's id (daphne writes it during the answer's last send, in the request's
@@ -226,6 +228,8 @@ def main() -> None:
     patch(WebRequest, "handle_reply", handle_reply)
     patch(WebRequest, "__init__", request_init)
     patch(AccessLogGenerator, "__call__", access_entry)
+    for status in HTTPStatus:  # Twisted knows no reason phrase for 429, 422, 431 and some more
+        http.RESPONSES.setdefault(status.value, status.phrase.encode())
     endpoints = cli.build_endpoint_description_strings
     cli.build_endpoint_description_strings = lambda **bind: endpoints_of(endpoints, **bind)
     sys.argv[0] = "daphne"

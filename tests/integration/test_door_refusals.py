@@ -2,7 +2,8 @@
 (daphne): a body declared over the limit is a 413 at once and the process does not grow; a
 chunked body is a 413 once past the limit and the rest is not read; a message of 200,000
 parts is refused naming the cap, quickly; `/healthz` keeps answering while a 10 MB request is
-read, stored and answered; event ids and page tokens that are not ours are invalid params.
+read, stored and answered; event ids and page tokens that are not ours are invalid params;
+a caller over an agent's rate is told so, its status line "429 Too Many Requests".
 Body limits are the web server's own work, so no test client can stand in for it."""
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.integration
 LIMIT = 10 * 1024 * 1024  # A2A_MAX_REQUEST_BYTES and DATA_UPLOAD_MAX_MEMORY_SIZE by default
 V1 = {"A2A-Version": "1.0"}
 MiB = 1024 * 1024
+LIMITED = "interview"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
         hub = Hub(env, env["DATABASE_URL"], root)
         cleanup.callback(hub.stop)
         prepare_database(env)
+        hub.query(  # a limit of its own for the rate test (no other test here calls it)
+            "UPDATE agents_agent SET requests_per_minute = 1 WHERE slug = %s RETURNING slug",
+            (LIMITED,),
+        )
         process, base = hub.start_web("web")
         wait_for_http(f"{base}/healthz", process.popen, timeout=120)
         yield Web(base, process.pid)
@@ -305,3 +311,19 @@ def test_a_page_token_not_ours_is_invalid_params_in_both_bindings(web: Web, toke
     assert "pageToken" in rpc.json()["error"]["message"]
     assert rest.status_code == 400
     assert "pageToken" in rest.json()["error"]["message"]
+
+
+def test_a_caller_over_an_agents_rate_is_told_too_many_requests_in_the_status_line(
+    web: Web,
+) -> None:
+    url = f"{web.base}/agents/{LIMITED}/jsonrpc/"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": str(uuid.uuid4())}}
+
+    first = httpx.post(url, json=body, headers=V1, timeout=10)
+    refused = httpx.post(url, json=body, headers=V1, timeout=10)
+
+    assert first.status_code == 200
+    assert first.json()["error"]["code"] == -32001  # no such task: asked, not refused
+    assert (refused.status_code, refused.reason_phrase) == (429, "Too Many Requests")
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.json()["error"]["code"] == -32004
