@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,3 +171,12 @@ def test_every_environment_setting_is_in_the_settings_table() -> None:
 def test_each_exception_to_the_settings_check_is_still_named_in_the_docs() -> None:
     spans = {s for page in PAGES for s in re.findall(r"`([^`\n]+)`", prose(page))}
     assert set(NOT_SETTINGS) - spans == set()
+
+
+def test_every_package_the_project_installs_says_why_it_is_there() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    names = {re.split(r"[\\[<>=!~ ;]", requirement)[0].lower() for requirement in wanted}
+    page = (ROOT / "docs" / "dependencies.md").read_text(encoding="utf-8").lower()
+
+    assert sorted(name for name in names if name not in page) == []
