@@ -1,7 +1,7 @@
 """daphne, as the hub runs it: `python -m a2ahub.daphne` takes daphne's own arguments.
 
-Six changes, for streams' small frames, for the event loop under them, for request bodies
-and for crowds of new connections:
+Seven changes, for streams' small frames, for the event loop under them, for request bodies,
+for crowds of new connections and for status lines:
 - Twisted's reactor runs on uvloop's event loop rather than asyncio's own: the same work
   took a tenth less CPU (one loop turn is every stream's ready work, so every wait on the
   loop got shorter too).
@@ -24,9 +24,9 @@ and for crowds of new connections:
 - The listening socket queues up to LISTEN_BACKLOG connections, not Twisted's 50. Clients come
   in crowds: when a web process dies, every stream it held re-attaches elsewhere at once, and
   a connection past a full queue is dropped by the kernel, then fails on the client's side.
+- A status line takes HTTP's own reason phrase where Twisted's table has none: a caller over
+  an agent's rate read "429 Unknown Status", now "429 Too Many Requests".
 uvicorn with its standard extras does the first three by default (and has the same backlog).
-Twisted's table of reason phrases lacks some codes the hub answers with: its status line said
-"429 Unknown Status"; it now takes HTTP's own phrase ("429 Too Many Requests").
 
 With `LOG_FORMAT=json` the access log goes through logging too, so that every line is JSON and
 carries the request's id (daphne writes it during the answer's last send, in the request's

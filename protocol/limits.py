@@ -58,8 +58,12 @@ def take(key: str, limit: int, now: float) -> float | None:
     caller send its whole allowance at :59 and again at :00. A refused request uses nothing,
     so a caller who keeps trying is not kept out any longer for it. Shared by every process
     through Redis when there is one; a limit must not take the hub down with Redis."""
-    if not settings.REDIS_URL:
-        return take_locally(key, limit, now)
+    if settings.REDIS_URL:
+        return take_in_redis(key, limit, now)
+    return take_locally(key, limit, now)
+
+
+def take_in_redis(key: str, limit: int, now: float) -> float | None:
     client = redis_clients.shared_client()
     member = f"{now:.6f}:{uuid.uuid4().hex[:8]}"
     try:
