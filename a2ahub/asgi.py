@@ -29,7 +29,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from a2ahub import body_limit, processes  # noqa: E402
+from a2ahub import body_limit, interpreter, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
 from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
@@ -81,3 +81,5 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+interpreter.settle()

@@ -31,10 +31,11 @@ def add_periodic_jobs(sender: Any, **_: Any) -> None:
 def beat_as_worker(**_: object) -> None:
     """A worker is listed as alive (`a2ahub.processes`) from the moment it takes jobs, with
     the jobs it holds."""
-    from a2ahub import processes
+    from a2ahub import interpreter, processes
 
     processes.holding = jobs_held
     processes.start("worker")
+    interpreter.settle()
 
 
 def jobs_held() -> list[object]:

@@ -17,7 +17,6 @@ Redis (a span per command).
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping, MutableMapping
@@ -97,10 +96,8 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     _spans = Spans(provider, batches, "a2ahub")
     bind()
     # Spans wait for the exporter's next batch long enough to reach the garbage collector's
-    # oldest generation, so its collections come far more often, and each walked every
-    # object of the process (some 200,000 once Django is set up). Frozen, the objects made
-    # while starting are left out of them (they live as long as the process anyway).
-    gc.freeze()
+    # oldest generation, so full collections come far more often: cheap only because every
+    # process that serves freezes what it loaded at start-up (`a2ahub.interpreter`).
     enabled = True
     logger.info("traces go to OTLP as service %s", name)
     return True

@@ -13,7 +13,7 @@ import uvloop
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from a2ahub import metrics_access, processes
+from a2ahub import interpreter, metrics_access, processes
 from protocol import grpc_server
 
 
@@ -47,6 +47,7 @@ class Command(BaseCommand):
         self.stdout.write(f"A2A gRPC on {bind}")
         if options["metrics_port"]:
             self.serve_metrics(options["host"], options["metrics_port"])
+        interpreter.settle()
         uvloop.run(serve_until_stopped(bind, options["reuse_port"]))
 
     def serve_metrics(self, host: str, port: int) -> None:
