@@ -11,10 +11,12 @@ and answer, the task writer's plan and outcome), so the loop keeps serving; smal
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import cache
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 P = ParamSpec("P")
@@ -32,7 +34,59 @@ async def off_loop(size: int, work: Callable[P, R], *args: P.args, **kwargs: P.k
     return await asyncio.to_thread(work, *args, **kwargs)
 
 
+# Fields a message may have before it counts as big whatever its bytes: past this, walking
+# it costs more than the thread hop it is walked to avoid.
+MAX_FIELDS = 2000
+
+
 def size_of(result: object) -> int:
-    """The bytes of a handler's result, as protobuf counts them (in C, without writing them);
-    0 for anything else."""
-    return result.ByteSize() if isinstance(result, ProtoMessage) else 0
+    """About the bytes of a protobuf message (0 for anything else), counted only until they
+    pass `A2A_THREAD_BODY_BYTES`: enough for `is_big`. protobuf's own `ByteSize()` writes
+    the whole message to count it, which for a 10 MB body holds the event loop as long as
+    serializing it would."""
+    return size_of_all([result]) if isinstance(result, ProtoMessage) else 0
+
+
+def size_of_all(messages: Iterable[ProtoMessage]) -> int:
+    """`size_of` for several messages together (an artifact's parts, say)."""
+    limit = settings.A2A_THREAD_BODY_BYTES
+    pending = list(messages)
+    size, fields = 0, len(pending)
+    while pending:
+        for field, value in pending.pop().ListFields():
+            shape = shape_of(field)
+            if shape is SINGLE:
+                size += len(value) if isinstance(value, str | bytes) else 8
+            elif shape is MESSAGE:
+                pending.append(value)
+            elif shape is REPEATED:
+                fields += len(value)
+                size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in value)
+            else:
+                fields += len(value)
+                if fields > MAX_FIELDS:
+                    break
+                # A map's entries are its values (a Struct's fields, the Values of data).
+                if shape is MAP:
+                    size += sum(len(key) for key in value)
+                    value = value.values()
+                pending.extend(value)
+            fields += 1
+            size += 2  # its tag and length
+            if size > limit or fields > MAX_FIELDS:
+                return max(size, limit + 1)
+        if fields > MAX_FIELDS:
+            return max(size, limit + 1)
+    return size
+
+
+SINGLE, MESSAGE, REPEATED, MESSAGES, MAP = range(5)
+
+
+@cache
+def shape_of(field: FieldDescriptor) -> int:
+    if field.type != FieldDescriptor.TYPE_MESSAGE:
+        return REPEATED if field.is_repeated else SINGLE
+    if not field.is_repeated:
+        return MESSAGE
+    return MAP if field.message_type.GetOptions().map_entry else MESSAGES

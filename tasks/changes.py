@@ -15,6 +15,7 @@ from a2a.types import a2a_pb2 as pb
 from django.utils import timezone
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from a2ahub import big_bodies
 from tasks.models import OPEN_STATES, Artifact, Message, Task, TaskEvent, TaskState
 from tasks.wire import PB_TO_ROLE, STATE_TO_PB, status_to_pb, task_to_pb, to_json
 
@@ -61,14 +62,12 @@ Change = StatusChange | ArtifactChange
 
 
 def carried_bytes(changes: Sequence[Change]) -> int:
-    """The protobuf bytes of what `changes` carry (counted in C, nothing written)."""
-    size = 0
-    for change in changes:
-        if isinstance(change, ArtifactChange):
-            size += change.artifact.ByteSize()
-        elif change.message is not None:
-            size += change.message.ByteSize()
-    return size
+    """About the bytes of what `changes` carry, enough to tell a big body (`a2ahub.big_bodies`)."""
+    return big_bodies.size_of_all(
+        change.artifact if isinstance(change, ArtifactChange) else change.message
+        for change in changes
+        if isinstance(change, ArtifactChange) or change.message is not None
+    )
 
 
 @dataclass

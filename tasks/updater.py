@@ -18,6 +18,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from django.utils import timezone
 
+from a2ahub import big_bodies
 from a2ahub.errors import InvalidAgentResponseError, internal_error
 from a2ahub.outages import DATABASE_AWAY
 from tasks import writer
@@ -143,7 +144,9 @@ class TaskUpdater:
         if isinstance(parts, str):
             artifact.parts.add(text=parts)
         else:
-            artifact.parts.extend(parts)
+            # protobuf copies each part: for a big body, on a thread.
+            parts = list(parts)
+            await big_bodies.off_loop(big_bodies.size_of_all(parts), artifact.parts.extend, parts)
         if metadata:
             artifact.metadata.update(metadata)
         await self._push(ArtifactChange(artifact, append=append, last_chunk=last_chunk))

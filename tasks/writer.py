@@ -71,12 +71,12 @@ async def stored(
     spec: NewTask, changes: Sequence[Change], runner: str, history: bool, again: bool
 ) -> Outcome:
     # A big message or artifact is turned into rows, and back, on a thread (a2ahub/big_bodies).
-    size = spec.message.ByteSize() + carried_bytes(changes)
+    size = big_bodies.size_of(spec.message) + carried_bytes(changes)
     task, plan, end = await big_bodies.off_loop(size, plan_open, spec, changes, runner)
     extra = hooks.rows_for(task, spec.push_config) if spec.push_config is not None else []
     try:
         with client_id_guard(spec):
-            await store().insert(plan, extra)
+            await store().insert(plan, extra, big_bodies.is_big(size))
     except (IntegrityError, InvalidParamsError):
         if not again:
             raise
@@ -209,7 +209,7 @@ async def apply(
             plan.updated_artifacts, plan.events, owner=owner, without_push=not followed,
             extra=hooks.rows_for(shell, config) if followed else (), sequence=after,
         )  # fmt: skip
-        changed = await store().change(change, plan)
+        changed = await store().change(change, plan, big_bodies.is_big(size))
         if changed is not None:
             known.push_enabled = changed[1]
             shell.push_enabled = changed[1]
@@ -260,7 +260,7 @@ async def add_user_message(
     plan = await apply(
         task.id, known, interrupted, S.WORKING, build, owner=owner, config=push_config,
         protocol_version=task.protocol_version, also={"runner": runner} if runner else None,
-        size=message.ByteSize(),
+        size=big_bodies.size_of(message),
     )  # fmt: skip
     return Outcome(S.WORKING, plan.sequence)
 

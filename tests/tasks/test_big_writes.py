@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 from a2a.types import a2a_pb2 as pb
@@ -20,6 +21,7 @@ from django.db.models import Model
 from django.db.models.signals import post_init
 from pytest_django.fixtures import Settings
 
+from a2ahub.errors import InvalidParamsError
 from agents.models import Agent
 from tasks import writer
 from tasks.changes import ArtifactChange, NewTask, StatusChange
@@ -123,3 +125,18 @@ def test_the_message_a_follow_up_adds_is_planned_off_the_loop_when_big(agent: Ag
 
     assert makers and loop_thread not in makers
     assert [m.parts[0].text for m in stored(spec.id).history] == ["hi", BIG]
+
+
+def test_a_big_first_send_naming_a_task_that_exists_is_told_so(agent: Agent) -> None:
+    # On PostgreSQL a big write's values are bound on the server, by psycopg itself: a
+    # refused one still comes back as the error the writer answers for.
+    first = new_task(agent, BIG)
+    again = replace(new_task(agent, BIG), id=first.id, client_id=str(first.id))
+
+    async def run() -> None:
+        await writer.open(first, [StatusChange(TaskState.WORKING)])
+        await writer.open(again, [StatusChange(TaskState.WORKING)])
+
+    with pytest.raises(InvalidParamsError, match="another request is creating a task"):
+        async_to_sync(run)()
+    assert stored(first.id).history[0].parts[0].text == BIG
