@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from functools import cache
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from google.protobuf.descriptor import FieldDescriptor
@@ -55,22 +55,15 @@ def size_of_all(messages: Iterable[ProtoMessage]) -> int:
     while pending:
         for field, value in pending.pop().ListFields():
             shape = shape_of(field)
-            if shape is SINGLE:
-                size += len(value) if isinstance(value, str | bytes) else 8
-            elif shape is MESSAGE:
+            if shape == SINGLE:
+                size += weight(value)
+            elif shape == MESSAGE:
                 pending.append(value)
-            elif shape is REPEATED:
-                fields += len(value)
-                size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in value)
             else:
                 fields += len(value)
                 if fields > MAX_FIELDS:
                     break
-                # A map's entries are its values (a Struct's fields, the Values of data).
-                if shape is MAP:
-                    size += sum(len(key) for key in value)
-                    value = value.values()
-                pending.extend(value)
+                size += gathered(shape, value, pending)
             fields += 1
             size += 2  # its tag and length
             if size > limit or fields > MAX_FIELDS:
@@ -80,13 +73,34 @@ def size_of_all(messages: Iterable[ProtoMessage]) -> int:
     return size
 
 
-SINGLE, MESSAGE, REPEATED, MESSAGES, MAP = range(5)
+def gathered(shape: int, value: Any, pending: list[ProtoMessage]) -> int:
+    """The bytes of a repeated field's or a map's scalars; its messages go to `pending`."""
+    if shape == SCALARS:
+        return sum(weight(v) for v in value)
+    if shape == MESSAGES:
+        pending.extend(value)
+        return 0
+    keys = sum(weight(key) for key in value)  # a map (a Struct's fields, OAuth scopes)
+    if shape == MESSAGE_MAP:
+        pending.extend(value.values())
+        return keys
+    return keys + sum(weight(v) for v in value.values())
+
+
+def weight(value: object) -> int:
+    return len(value) if isinstance(value, str | bytes) else 8
+
+
+SINGLE, MESSAGE, SCALARS, MESSAGES, SCALAR_MAP, MESSAGE_MAP = range(6)
 
 
 @cache
 def shape_of(field: FieldDescriptor) -> int:
     if field.type != FieldDescriptor.TYPE_MESSAGE:
-        return REPEATED if field.is_repeated else SINGLE
+        return SCALARS if field.is_repeated else SINGLE
     if not field.is_repeated:
         return MESSAGE
-    return MAP if field.message_type.GetOptions().map_entry else MESSAGES
+    if not field.message_type.GetOptions().map_entry:
+        return MESSAGES
+    value = field.message_type.fields_by_name["value"]
+    return MESSAGE_MAP if value.type == FieldDescriptor.TYPE_MESSAGE else SCALAR_MAP

@@ -68,3 +68,31 @@ def test_parts_counted_together_are_big_when_their_sum_is() -> None:
 def test_anything_but_a_message_counts_nothing() -> None:
     assert size_of({"text": "x" * 5000}) == 0
     assert size_of(None) == 0
+
+
+def test_an_agent_card_with_maps_of_strings_and_of_messages_is_counted() -> None:
+    # An extended card holds both kinds of map: OAuth scopes (name to description) and
+    # security schemes (name to a message).
+    card = json_format.ParseDict(
+        {
+            "name": "Card",
+            "securitySchemes": {
+                "oauth": {
+                    "oauth2SecurityScheme": {
+                        "flows": {
+                            "clientCredentials": {
+                                "tokenUrl": "https://hub.example/o/token/",
+                                "scopes": {"agents:read": "d" * 600, "agents:call": "c" * 600},
+                            }
+                        }
+                    }
+                }
+            },
+            "securityRequirements": [{"schemes": {"oauth": {"list": ["agents:read"]}}}],
+        },
+        pb.AgentCard(),
+    )
+
+    assert is_big(size_of(card))
+    card.security_schemes["oauth"].oauth2_security_scheme.flows.client_credentials.scopes.clear()
+    assert not is_big(size_of(card))
