@@ -9,6 +9,7 @@ the field holds is no number, so the caller answers a precise 4xx instead.
 from __future__ import annotations
 
 INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1  # protobuf's int32 fields (historyLength, pageSize)
 
 _ASCII_DIGITS = frozenset("0123456789")
 

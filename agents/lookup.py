@@ -7,6 +7,7 @@ processes see a change within AGENT_CACHE_SECONDS.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -16,15 +17,29 @@ from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from agents.models import Agent, Skill
+from agents.models import SLUG_PATTERN, Agent, Skill
 
 _cache: dict[str, tuple[float, Agent | None]] = {}
 _by_id: dict[int, tuple[float, Agent | None]] = {}  # for worker jobs, which know only the id
 _lock = threading.Lock()
 
 
+# Answers kept at most: a client naming slugs of its own (a shared endpoint's `tenant`) must
+# not grow the cache without end.
+MAX_KEPT = 4096
+SLUG = re.compile(SLUG_PATTERN)
+
+
+def is_slug(text: str) -> bool:
+    """Whether `text` could be an agent's slug; nothing else is looked up (a lone surrogate
+    in a tenant reached the database, which cannot encode it)."""
+    return SLUG.fullmatch(text) is not None
+
+
 def find_agent(slug: str) -> Agent | None:
     """The enabled agent with this slug (skills loaded), or None."""
+    if not is_slug(slug):
+        return None
     now = time.monotonic()
     with _lock:
         hit = _cache.get(slug)
@@ -33,6 +48,8 @@ def find_agent(slug: str) -> Agent | None:
     agent = Agent.objects.filter(slug=slug, enabled=True).prefetch_related("skills").first()
     if settings.AGENT_CACHE_SECONDS > 0:
         with _lock:
+            if len(_cache) >= MAX_KEPT:
+                _cache.clear()
             _cache[slug] = (now + settings.AGENT_CACHE_SECONDS, agent)
     return agent
 
@@ -68,6 +85,8 @@ ABSENCE_EXPLAINERS: list[Callable[[str], str | None]] = []
 
 def why_absent(slug: str) -> str | None:
     """The first explanation an app gives for a slug that serves no agent, or None."""
+    if not is_slug(slug):
+        return None
     for explain in ABSENCE_EXPLAINERS:
         reason = explain(slug)
         if reason:

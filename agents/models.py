@@ -25,8 +25,9 @@ from agents.validators import (
     validate_string_list,
 )
 
+SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 slug_validator = RegexValidator(
-    r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+    SLUG_PATTERN,
     "Use lowercase letters, digits and inner hyphens (at most 64 characters).",
 )
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+from a2a.types import a2a_pb2 as pb
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
@@ -43,7 +44,7 @@ from agents.principals import (
     has_session_cookie,
     needs_credentials,
 )
-from protocol import limits, required_fields
+from protocol import file_bytes, limits, required_fields
 from protocol.calls import Call
 from tasks.wire import V03, V1
 
@@ -226,6 +227,9 @@ def last_event_id(request: Request) -> int | None:
 def parse_message(params: dict[str, Any], message: ProtoMessage) -> Any:
     """A 1.0 request message from its JSON. Fields this version does not know are ignored;
     bad values never are, and the error names the field."""
+    raws: list[tuple[int, bytes]] = []
+    if isinstance(message, pb.SendMessageRequest):
+        params, raws = file_bytes.taken_from(params)
     try:
         ParseDict(params, message)
     except ParseError as exc:
@@ -236,6 +240,8 @@ def parse_message(params: dict[str, Any], message: ProtoMessage) -> Any:
             ParseDict(params, message, ignore_unknown_fields=True)
         except ParseError as again:
             raise invalid_params(failed_field(str(again)), str(again)) from None
+    for index, data in raws:
+        message.message.parts[index].raw = data
     required_fields.check(message)
     return message
 

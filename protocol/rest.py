@@ -56,7 +56,7 @@ PLAIN_JSON = "application/json"
 BODILESS = frozenset({"GET", "HEAD", "DELETE"})
 TASK = r"tasks/(?P<task>[^/:]+)"
 CONFIG = r"(?P<config>[^/:]+)"
-INT32_MAX = 2**31 - 1
+INT32_MAX = numerals.INT32_MAX
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,19 @@ def send_in(body: dict[str, Any]) -> pb.SendMessageRequest:
     if not request.HasField("request"):
         raise invalid_params("request", "a message is required")
     params = converted("request", lambda: v03_proto.FromProto.message_send_params(request))
-    return PARAMS_IN["send"](params.model_dump(mode="json", by_alias=True, exclude_none=True))
+    sent = PARAMS_IN["send"](params.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if asks_no_history(body):
+        # 0.3's proto has no presence for historyLength: 0 came back from it as "not given".
+        sent.configuration.history_length = 0
+    return sent
+
+
+def asks_no_history(body: dict[str, Any]) -> bool:
+    configuration = body.get("configuration")
+    if not isinstance(configuration, dict):
+        return False
+    asked = configuration.get("historyLength", configuration.get("history_length"))
+    return asked in (0, "0") and asked is not False
 
 
 def push_set_in(body: dict[str, Any], task_id: str) -> pb.TaskPushNotificationConfig:

@@ -20,6 +20,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 
 from a2ahub.errors import A2AError, error_object, invalid_params
+from a2ahub.numerals import INT32_MAX
 from protocol.method_table import V01_METHODS, V03_METHODS, Method
 from protocol.sse import Framing, frame
 from push.configs import DEFAULT_ID
@@ -76,8 +77,8 @@ def history_length_of(params: dict[str, Any]) -> int:
     value = params.get("historyLength")
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise invalid_params("historyLength", "must be a whole number, 0 or more")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32_MAX:
+        raise invalid_params("historyLength", f"must be a whole number from 0 to {INT32_MAX}")
     return value
 
 
@@ -144,7 +145,7 @@ def file_in(part: pb.Part, file: dict[str, Any], where: str) -> None:
 def message_in(value: Any) -> pb.Message:
     body = object_at(value, "message")
     role = body.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise invalid_params("message.role", 'must be "user" or "agent"')
     # The guide's first example names the parts `data`: taken as them when there are no parts.
     key = "data" if "parts" not in body and isinstance(body.get("data"), list) else "parts"

@@ -12,7 +12,9 @@ from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 
 from a2ahub.errors import invalid_params
+from a2ahub.numerals import INT32_MAX
 from agents import cards
+from protocol import file_bytes
 from tasks.wire import V03, dump_v03, send_result_json, task_json
 
 
@@ -27,6 +29,9 @@ def validated(model: type[pydantic.BaseModel], params: dict[str, Any]) -> Any:
 
 def send_in(params: dict[str, Any]) -> pb.SendMessageRequest:
     parsed = validated(v03.MessageSendParams, params)
+    file_bytes.check_v03_parts(parsed.message.parts)
+    if parsed.configuration is not None:
+        history_length_in_range(parsed.configuration.history_length, "configuration.historyLength")
     request = conversions.to_core_send_message_request(v03.SendMessageRequest(id=0, params=parsed))
     config = parsed.configuration
     # Here historyLength 0 means "no history" in both versions (the SDK reads 0.3's 0 as "all").
@@ -37,10 +42,18 @@ def send_in(params: dict[str, Any]) -> pb.SendMessageRequest:
 
 def get_in(params: dict[str, Any]) -> pb.GetTaskRequest:
     parsed = validated(v03.TaskQueryParams, params)
+    history_length_in_range(parsed.history_length, "historyLength")
     request = pb.GetTaskRequest(id=parsed.id)
     if parsed.history_length is not None:
         request.history_length = parsed.history_length
     return request
+
+
+def history_length_in_range(value: int | None, where: str) -> None:
+    """protobuf's field is an int32: a larger number is refused here, not by the conversion
+    (ValueError, -32603). A negative one is the handlers' to refuse, as in 1.0."""
+    if value is not None and value > INT32_MAX:
+        raise invalid_params(where, f"must be a whole number up to {INT32_MAX}")
 
 
 def cancel_in(params: dict[str, Any]) -> pb.CancelTaskRequest:
