@@ -179,7 +179,10 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address
 
 def resolve(host: str, port: int) -> list[str]:
     """Every address `host` resolves to, in the resolver's order (tests replace this seam)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except UnicodeError as exc:  # a name IDNA cannot encode resolves to nothing
+        raise socket.gaierror(socket.EAI_NONAME, str(exc)) from exc
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
@@ -379,7 +382,25 @@ def _parse_url(url: str) -> httpx.URL:
         # No client decodes it today, so no lookup could succeed; judged as refused rather
         # than as whatever a future client makes of it.
         raise UnsafeURL(f"{url!r} has a percent-encoded host")
+    if parsed.port is not None and not 0 < parsed.port <= 65535:
+        raise UnsafeURL(f"{url!r} names no valid port (1 to 65535)")
+    if not _is_host_name(parsed.raw_host.decode("ascii")):
+        raise UnsafeURL(f"{url!r} names no valid host (empty or over-long labels)")
     return parsed
+
+
+def _is_host_name(host: str) -> bool:
+    """Whether `host` can be looked up: an address, or labels of 1 to 63 characters (the
+    resolver raises UnicodeError for others, which no caller expects)."""
+    if ":" in host or host.startswith("["):
+        return True  # an IPv6 literal, judged as an address
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= 253 and all(0 < len(label) <= 63 for label in labels)
+
+
+def _is_loopback_name(host: str) -> bool:
+    """RFC 6761: `localhost` and every name under it are loopback, whatever a resolver says."""
+    return host == "localhost" or host.endswith(".localhost")
 
 
 def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
@@ -451,6 +472,11 @@ def check_url(url: str, allow_unresolved: bool = False, hub_paths: tuple[str, ..
     try:
         addresses = resolve(target.host, target.port)
     except OSError as exc:
+        if _is_loopback_name(_normal_host(target.host)) and not target.trusted:
+            raise UnsafeURL(
+                f"{target.host} is a loopback name (RFC 6761); the hub only sends requests to "
+                "public addresses (OUTBOUND_ALLOWED_HOSTS opens a host for development)"
+            ) from exc
         if allow_unresolved:
             return
         raise UnsafeURL(f"{target.host} does not resolve: {exc}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from urllib.parse import urlsplit
 
@@ -24,6 +25,12 @@ STORED_AS = {"id": "config_id", "url": "url", "token": "token",
              "authentication.credentials": "auth_credentials"}  # fmt: skip
 
 
+# The fields sent in a delivery's headers (Authorization, X-A2A-Notification-Token).
+SENT_IN_HEADERS = ("token", "authentication.scheme", "authentication.credentials")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110 11.1)
+
+
 def fields_given(config: pb.TaskPushNotificationConfig) -> list[tuple[str, str]]:
     return [("id", config.id), ("url", config.url), ("token", config.token),
             ("authentication.scheme", config.authentication.scheme),
@@ -41,6 +48,13 @@ def check_config(config: pb.TaskPushNotificationConfig) -> None:
         limit = field(PushNotificationConfig, STORED_AS[name]).max_length
         if limit is not None and len(value) > limit:
             raise invalid_params(name, f"must be at most {limit} characters")
+        if name in SENT_IN_HEADERS and CONTROL.search(value):
+            # Accepted, it would fail every delivery (no client sends it in a header).
+            raise invalid_params(name, "must not hold control characters (it is sent in a header)")
+    if config.authentication.scheme and not SCHEME.fullmatch(config.authentication.scheme):
+        raise invalid_params("authentication.scheme", "must be one word, as Bearer or Basic")
+    if "/" in config.id or CONTROL.search(config.id):
+        raise invalid_params("id", "must not hold / or control characters (it is a URL's part)")
     try:
         check_url(config.url, allow_unresolved=True, hub_paths=(INBOX_PATH,))
     except UnsafeURL as exc:

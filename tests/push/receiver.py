@@ -4,6 +4,7 @@ and the check a receiver makes of a delivery's signature."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -50,6 +51,7 @@ class Behaviour:
     status: int = 200
     delay: float = 0.0
     slow_first: int = 0  # only the first `slow_first` requests wait `delay` (0: every request)
+    answer_body: bytes = b"ok"
 
 
 class Receiver:
@@ -106,9 +108,11 @@ class Receiver:
                 self.send_response(status)
                 for name, value in extra.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", "2")
+                answer = receiver.behaviour.answer_body
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                with contextlib.suppress(ConnectionError):  # a client may stop reading
+                    self.wfile.write(answer)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -214,6 +214,98 @@ def test_a_private_or_loopback_url_is_refused_naming_the_url(
     assert not PushNotificationConfig.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://a..b/hook", "'http://a..b/hook' names no valid host (empty or over-long labels)"),
+        ("http://.com/hook", "'http://.com/hook' names no valid host (empty or over-long labels)"),
+        (f"http://{'a' * 64}.com/hook",
+         f"'http://{'a' * 64}.com/hook' names no valid host (empty or over-long labels)"),
+        ("http://receiver.example.com:0/hook",
+         "'http://receiver.example.com:0/hook' names no valid port (1 to 65535)"),
+        ("http://receiver.example.com:99999/hook",
+         "'http://receiver.example.com:99999/hook' names no valid port (1 to 65535)"),
+    ],
+    ids=["empty-label", "leading-dot", "long-label", "port-0", "port-99999"],
+)  # fmt: skip
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_url_no_connection_could_follow_is_invalid_params(
+    caller: Caller, task_id: str, version: str, url: str, problem: str
+) -> None:
+    # The resolver raised UnicodeError for such a host (-32603), and such a port was stored
+    # and failed every delivery.
+    error = caller.error("pusher", version, "create_config", create_params(
+        version, task_id, webhook(version, url)))  # fmt: skip
+
+    assert error == invalid_params(version, "url", problem)
+    assert not PushNotificationConfig.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["localhost.", "hooks.localhost"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_loopback_name_is_refused_even_where_it_does_not_resolve(
+    caller: Caller, task_id: str, version: str, name: str, monkeypatch: Any
+) -> None:
+    def nowhere(host: str, port: int) -> list[str]:
+        raise OSError(f"{host} is not known here")
+
+    monkeypatch.setattr(outbound, "resolve", nowhere)
+    error = caller.error("pusher", version, "create_config", create_params(
+        version, task_id, webhook(version, f"http://{name}/hook")))  # fmt: skip
+
+    assert error == invalid_params(
+        version, "url", f"{name} is a loopback name (RFC 6761){PUBLIC_ONLY}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "problem"),
+    [
+        ({"token": "a\r\nX-Evil: 1"}, "token",
+         "must not hold control characters (it is sent in a header)"),
+        ({"credentials": "secret\n"}, "authentication.credentials",
+         "must not hold control characters (it is sent in a header)"),
+        ({"token": "tab\tted"}, "token",
+         "must not hold control characters (it is sent in a header)"),
+        ({"id": "a/b"}, "id", "must not hold / or control characters (it is a URL's part)"),
+    ],
+    ids=["token-crlf", "credentials-lf", "token-tab", "id-slash"],
+)  # fmt: skip
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_value_no_delivery_could_carry_is_invalid_params(
+    caller: Caller,
+    task_id: str,
+    version: str,
+    fields: dict[str, str],
+    field: str,
+    problem: str,
+) -> None:
+    # Accepted, each failed every delivery for a day (or left a config REST cannot address).
+    config = webhook(version, PUBLIC_URL, **{k: v for k, v in fields.items() if k != "id"})
+    if "credentials" in fields:
+        config = webhook(version, PUBLIC_URL, credentials=fields["credentials"])
+    if "id" in fields:
+        config["id"] = fields["id"]
+
+    error = caller.error("pusher", version, "create_config", create_params(
+        version, task_id, config))  # fmt: skip
+
+    assert error == invalid_params(version, field, problem)
+    assert not PushNotificationConfig.objects.exists()
+
+
+def test_a_scheme_of_two_words_is_invalid_params(caller: Caller, task_id: str) -> None:
+    config = webhook(V1, PUBLIC_URL) | {
+        "authentication": {"scheme": "Bearer x", "credentials": "c"}
+    }
+
+    error = caller.error("pusher", V1, "create_config", create_params(V1, task_id, config))
+
+    assert error == invalid_params(
+        V1, "authentication.scheme", "must be one word, as Bearer or Basic"
+    )
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_allow_listed_loopback_host_is_accepted(
     caller: Caller, task_id: str, version: str, settings: Any

@@ -59,6 +59,21 @@ def test_every_event_arrives_in_order_with_the_configs_credentials(
     assert all(d.state == DeliveryState.DELIVERED for d in deliveries_of(task["id"]))
 
 
+def test_a_receiver_answering_200_with_a_long_body_gets_each_event_once(
+    caller: Caller, pusher: Agent
+) -> None:
+    long = Receiver(Behaviour(answer_body=b"{" * 5_000_000))  # past any response limit
+    try:
+        task = caller.send("pusher", V1, push=webhook(V1, long.url))
+        got = long.wait_for(EVENTS)
+        assert long.stays_at(EVENTS), "an event was sent again"
+    finally:
+        long.down()
+
+    assert sequences_of(got) == [1, 2, 3, 4]
+    assert all(d.state == DeliveryState.DELIVERED for d in deliveries_of(task["id"]))
+
+
 def test_a_1_0_receiver_gets_each_event_as_a_stream_response(
     caller: Caller, pusher: Agent, receiver: Receiver
 ) -> None:

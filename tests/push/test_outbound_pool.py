@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 
 from a2ahub import outbound
-from a2ahub.outbound_pool import OutboundPool
+from a2ahub.outbound_pool import ANSWER_BYTES_READ, OutboundPool
 from tests.push.receiver import Behaviour, Receiver
 
 T = TypeVar("T")
@@ -107,8 +107,13 @@ def test_it_does_not_follow_a_redirect(receiver: Receiver, settings: Any) -> Non
     assert receiver.requests == [], "the redirect was followed"
 
 
-def test_an_answer_over_the_size_limit_is_refused(receiver: Receiver, settings: Any) -> None:
+def test_only_the_start_of_a_long_answer_is_read(settings: Any) -> None:
     settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    long = Receiver(Behaviour(answer_body=b"x" * 5_000_000))
+    try:
+        response = posted(long.url)
+    finally:
+        long.down()
 
-    with pytest.raises(outbound.ResponseTooLarge):
-        posted(receiver.url, max_bytes=1)  # the receiver answers "ok"
+    assert response.status_code == 200
+    assert response.content == b"x" * ANSWER_BYTES_READ
