@@ -80,15 +80,19 @@ def hub_problem(url: str) -> str:
     return "on this hub, only its webhook inbox may receive deliveries"
 
 
-def create_config(task: Task, config: pb.TaskPushNotificationConfig) -> PushNotificationConfig:
-    """Create or replace the task's config with this id (one is made when it has none)."""
+def create_config(
+    task: Task, config: pb.TaskPushNotificationConfig, version: str = ""
+) -> PushNotificationConfig:
+    """Create or replace the task's config with this id (one is made when it has none). Its
+    deliveries speak `version`, the version of the request that gave it (PROTOCOL.md 5),
+    which may not be the one the task was made in (the task's, when not given)."""
     config_id = config.id or unused_id(task)
     fields = {
         "url": config.url,
         "token": config.token,
         "auth_scheme": config.authentication.scheme,
         "auth_credentials": config.authentication.credentials,
-        "protocol_version": task.protocol_version,
+        "protocol_version": version or task.protocol_version,
         "active": True,
         "disabled_reason": "",
     }

@@ -62,8 +62,9 @@ class PerEvent:
 
 Row = Replace | PerEvent
 
-# For a task (with its id, context and protocol version) and the push config a write gives
-# it (None: a change of a task that has webhooks), the rows the write adds.
+# For a task (with its id, context and protocol version: the version of the request that
+# gives the config, for a follow-up) and the push config a write gives it (None: a change of
+# a task that has webhooks), the rows the write adds.
 planned_rows: list[Callable[[Task, pb.TaskPushNotificationConfig | None], Sequence[Row]]] = []
 # After the commit of a followed task's change: the task's id, the sequence of the last event
 # it wrote (0: none, or not known), and whether on the loop.

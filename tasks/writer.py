@@ -241,11 +241,14 @@ async def add_user_message(
     push_config: pb.TaskPushNotificationConfig | None = None,
     position: int | None = None,
     runner: str = "",
+    version: str = "",
 ) -> Outcome:
     """A follow-up message resumes an interrupted task: it goes back to working. A push
     config sent with it is stored only if the task takes the message (and then hears its
     events). `position`: how many messages the task has (read when not given); `runner`:
-    the job that is to run the turn (a worker's token), named in the same write."""
+    the job that is to run the turn (a worker's token), named in the same write; `version`:
+    the request's protocol version, which `push_config`'s deliveries speak (the task's when
+    not given)."""
     if not isinstance(task, Task):
         task = await sync_to_async(reading.read_task)(task)
     if position is None:
@@ -259,7 +262,8 @@ async def add_user_message(
     interrupted = (S.INPUT_REQUIRED, S.AUTH_REQUIRED)
     plan = await apply(
         task.id, known, interrupted, S.WORKING, build, owner=owner, config=push_config,
-        protocol_version=task.protocol_version, also={"runner": runner} if runner else None,
+        protocol_version=version or task.protocol_version,
+        also={"runner": runner} if runner else None,
         size=big_bodies.size_of(message),
     )  # fmt: skip
     return Outcome(S.WORKING, plan.sequence)

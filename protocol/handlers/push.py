@@ -30,7 +30,7 @@ async def create_push_config(
     await check_off_loop(request)
 
     def create() -> pb.TaskPushNotificationConfig:
-        return public_view(create_config(owned_task(call, request.task_id), request))
+        return public_view(create_config(owned_task(call, request.task_id), request, call.version))
 
     return await sync_to_async(create)()
 

@@ -309,7 +309,13 @@ async def prepare_follow_up(
     tracing.link(task.traceparent)  # the call that made the task
     try:
         added = await writer.add_user_message(
-            task, call.principal.id, message, push_config, len(history), runner=token
+            task,
+            call.principal.id,
+            message,
+            push_config,
+            len(history),
+            runner=token,
+            version=call.version,
         )
     except changes.TransitionRefused:
         raise UnsupportedOperationError(

@@ -16,7 +16,14 @@ from agents.models import Agent
 from push.delivery import RETRY, Result, next_attempt, parse_retry_after
 from push.models import DeliveryAttempt, DeliveryState, PushNotificationConfig
 from tasks.models import Task
-from tests.factories.push import CREDENTIALS, TOKEN, stored_delivery, webhook
+from tests.factories.push import (
+    CREDENTIALS,
+    TOKEN,
+    create_params,
+    send_params,
+    stored_delivery,
+    webhook,
+)
 from tests.factories.tasks import open_task
 from tests.factories.versions import V03, V1, VERSIONS
 from tests.helpers import eventually
@@ -140,6 +147,60 @@ def test_a_config_created_later_hears_only_the_events_after_it(
     assert sequences_of(got) == list(range(before + 1, after + 1))
     assert states_of(got)[-1] == "TASK_STATE_COMPLETED"
     assert receiver.stays_at(after - before, 0.3)
+
+
+def follow_up(task: dict[str, Any], version: str, text: str) -> dict[str, Any]:
+    """The message answering the interviewer's question, in `version`'s shape."""
+    if version == V1:
+        return {"messageId": f"msg-{text}", "role": "ROLE_USER", "parts": [{"text": text}],
+                "taskId": task["id"], "contextId": task["contextId"]}  # fmt: skip
+    return {"kind": "message", "messageId": f"msg-{text}", "role": "user",
+            "parts": [{"kind": "text", "text": text}], "taskId": task["id"],
+            "contextId": task["contextId"]}  # fmt: skip
+
+
+def assert_in_version(got: list[Any], version: str, task_id: str) -> None:
+    """Each request is in `version`'s wire format: 1.0 StreamResponses, 0.3 Tasks."""
+    if version == V1:
+        assert {r.header("Content-Type") for r in got} == {"application/a2a+json"}
+        assert all(len(r.json()) == 1 and "kind" not in r.json() for r in got)
+    else:
+        assert {r.header("Content-Type") for r in got} == {"application/json"}
+        assert all(r.json()["kind"] == "task" and r.json()["id"] == task_id for r in got)
+
+
+@pytest.mark.parametrize(("made_in", "set_in"), [(V1, V03), (V03, V1)])
+def test_a_config_is_delivered_in_the_version_that_created_it_not_the_tasks(
+    caller: Caller, pusher: Agent, receiver: Receiver, made_in: str, set_in: str
+) -> None:
+    # PROTOCOL.md 5: "in the wire format of the version that created the config". Deliveries
+    # spoke the task's version: a 0.3 receiver got StreamResponses it cannot read.
+    pusher.executor_kind = "interview"
+    pusher.save()
+    task = caller.send("pusher", made_in, "Hi")  # input-required: the interviewer asks
+    caller.result("pusher", set_in, "create_config",
+                  create_params(set_in, task["id"], webhook(set_in, receiver.url)))  # fmt: skip
+
+    caller.result("pusher", made_in, "send", {"message": follow_up(task, made_in, "Ada")})
+
+    got = receiver.wait_for(2)  # working, completed (and the answer's artifact)
+    assert_in_version(got, set_in, task["id"])
+
+
+@pytest.mark.parametrize(("made_in", "given_in"), [(V1, V03), (V03, V1)])
+def test_a_config_sent_with_a_follow_up_is_delivered_in_the_follow_ups_version(
+    caller: Caller, pusher: Agent, receiver: Receiver, made_in: str, given_in: str
+) -> None:
+    pusher.executor_kind = "interview"
+    pusher.save()
+    task = caller.send("pusher", made_in, "Hi")
+    params = send_params(given_in, "Ada", webhook(given_in, receiver.url))
+    params["message"] = follow_up(task, given_in, "Ada")
+
+    caller.result("pusher", given_in, "send", params)
+
+    got = receiver.wait_for(2)
+    assert_in_version(got, given_in, task["id"])
 
 
 @pytest.mark.parametrize("version", VERSIONS)
