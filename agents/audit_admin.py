@@ -144,6 +144,9 @@ class ApplicationAdmin(ApplicationAdminBase):  # type: ignore[misc]
     """django-oauth-toolkit's application list, with when its tokens last called an agent."""
 
     list_display = [*ApplicationAdminBase.list_display, "last_used"]
+    # The model's own page is django-oauth-toolkit's management view, which the hub does not
+    # mount (developers manage theirs at /dev/applications/): the button led to a 500.
+    view_on_site = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 
 def chat_url(slug: str) -> str:
-    """The chat console with an agent (staff may call every agent there)."""
+    """The chat console with an agent (staff may call every agent there but one that takes
+    OAuth2 tokens only, which a signed-in session does not carry)."""
     return reverse("developers:chat", kwargs={"slug": slug})
 
 

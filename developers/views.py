@@ -284,12 +284,15 @@ def try_refused(message: str) -> JsonResponse:
 @login_required
 def key_list(request: HttpRequest, slug: str) -> HttpResponse:
     agent = owned_agent(request, slug)
-    secret = ""
+    shown = f"new-key:{agent.pk}"
     form = ApiKeyForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        # Only the hash is kept: this response is the one time anyone sees the key.
+    if request.method == "POST" and not agent.oauth2 and form.is_valid():
+        # Only the hash is kept. The secret waits in the session for the page the browser is
+        # sent to, and is shown there once: reloading that page makes no second key.
         _, secret = ApiKey.issue(form.cleaned_data["name"], request.user, agent)
-        form = ApiKeyForm()
+        request.session[shown] = secret
+        return redirect("developers:keys", slug=agent.slug)
+    secret = request.session.pop(shown, "")
     keys = agent.api_keys.select_related("owner")
     context = {"agent": agent, "keys": keys, "form": form, "secret": secret}
     if secret:

@@ -151,3 +151,15 @@ def test_tokens_and_applications_show_their_last_use(operator_client: Client, do
     assert tokens.context["cl"].result_list[0]._last_used == used.last_used_at
     assert apps.context["cl"].result_list[0]._last_used == used.last_used_at
     assert "last used (audit log)" in tokens.content.decode().lower()
+
+
+def test_an_applications_admin_page_links_to_no_page_the_hub_lacks(
+    operator_client: Client,
+) -> None:
+    # Its "View on site" led to django-oauth-toolkit's management page, not mounted: a 500.
+    app, _ = machine("robot")
+
+    page = operator_client.get(reverse("admin:oauth2_provider_application_change", args=[app.pk]))
+
+    assert page.status_code == 200
+    assert "View on site" not in page.content.decode()

@@ -73,6 +73,17 @@ def test_each_agent_has_a_chat_link_to_the_developer_pages(operator_client: Clie
     assert operator_client.get("/dev/agents/parrot/chat/").status_code == 200
 
 
+def test_an_agent_taking_oauth2_tokens_only_has_no_chat_link(operator_client: Client) -> None:
+    # A signed-in session carries no OAuth2 token: its chat page is a 404.
+    make_agent("vault", oauth2=True)
+    page = home(operator_client)
+
+    row = re.search(r'<tr data-agent="vault".*?</tr>', page, re.S)
+    assert row and "tasks</a>" in row.group(0)
+    assert "chat-link" not in row.group(0)
+    assert operator_client.get("/dev/agents/vault/chat/").status_code == 404
+
+
 def test_stuck_tasks_are_counted_past_the_threshold_only(
     operator_client: Client, echo: Any, settings: Any
 ) -> None:

@@ -291,15 +291,35 @@ def send(agent: Agent, key: str | None) -> Any:
 @pytest.mark.usefixtures("door")
 def test_a_new_key_is_shown_once_and_works(dev_client: Client, developer: User) -> None:
     agent = owned("mine", developer, **SECURED)
-    response = dev_client.post("/dev/agents/mine/keys/", {"name": "laptop"})
+    response = dev_client.post("/dev/agents/mine/keys/", {"name": "laptop"}, follow=True)
+    assert response.redirect_chain == [(reverse("developers:keys", kwargs={"slug": "mine"}), 302)]
     secret = response.context["secret"]
     assert secret.startswith("a2a_")
     assert secret in response.content.decode()
     assert response["Cache-Control"].startswith("max-age=0")
     key = ApiKey.objects.get()
     assert (key.owner, key.agent, key.name) == (developer, agent, "laptop")
+    # A reload of the page the form led to shows it no more and makes no second key.
     assert secret not in dev_client.get("/dev/agents/mine/keys/").content.decode()
+    assert ApiKey.objects.count() == 1
     assert send(agent, secret).status_code == 200
+
+
+def test_an_agent_taking_oauth2_tokens_only_offers_no_api_key(
+    dev_client: Client, developer: User
+) -> None:
+    # Its page said "none needed" and its keys page made keys that were then refused (401).
+    owned("vault", developer, oauth2=True)
+
+    page = dev_client.get("/dev/agents/vault/").content.decode()
+    keys = dev_client.get("/dev/agents/vault/keys/").content.decode()
+    posted = dev_client.post("/dev/agents/vault/keys/", {"name": "laptop"})
+
+    assert "an OAuth2 token from <code>/o/token/</code> (API keys are refused)" in page
+    assert "none needed" not in page
+    assert 'id="oauth2-only"' in keys and 'id="key-form"' not in keys
+    assert posted.status_code == 200
+    assert not ApiKey.objects.exists()
 
 
 @pytest.mark.usefixtures("door")

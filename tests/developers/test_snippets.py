@@ -81,7 +81,7 @@ def test_a_new_key_is_shown_once_with_a_copy_button_and_snippets_that_use_it(
 ) -> None:
     owned("vault", developer, **SECURED)
     url = reverse("developers:keys", kwargs={"slug": "vault"})
-    page = dev_client.post(url, {"name": "laptop"}).content.decode()
+    page = dev_client.post(url, {"name": "laptop"}, follow=True).content.decode()
     secret = re.search(r'id="new-key-secret">(a2a_[^<]+)<', page)
     assert secret is not None
     assert 'data-copy="new-key-secret"' in page

@@ -137,7 +137,8 @@ def new_key_page(hub: Hub, developer: str, slug: str) -> httpx.Response:
     token = CSRF_FIELD.search(http.get(f"/dev/agents/{slug}/keys/").text)
     assert token is not None
     return http.post(f"/dev/agents/{slug}/keys/",
-                     data={"name": "laptop", "csrfmiddlewaretoken": token.group(1)})  # fmt: skip
+                     data={"name": "laptop", "csrfmiddlewaretoken": token.group(1)},
+                     follow_redirects=True)  # fmt: skip
 
 
 def make_key(hub: Hub, developer: str, slug: str) -> str:
