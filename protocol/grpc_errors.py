@@ -63,13 +63,18 @@ def detail_of(detail: dict[str, Any]) -> any_pb2.Any:
     return packed
 
 
+# A status travels in the trailers, which clients cap (16 KB by default in gRPC's C core): a
+# longer message made the client see RESOURCE_EXHAUSTED instead of the error.
+MAX_MESSAGE = 4096
+
+
 def refusal_of(
     error: A2AError, extra: tuple[Any, ...] = (), code: grpc.StatusCode | None = None
 ) -> Refusal:
     """The status of an A2A error: the details the SDK builds for every binding, and any
     `extra` detail messages (a RetryInfo)."""
     chosen = code or code_of(error)
-    status = status_pb2.Status(code=chosen.value[0], message=error.message)
+    status = status_pb2.Status(code=chosen.value[0], message=error.message[:MAX_MESSAGE])
     status.details.extend(detail_of(detail) for detail in build_error_details(error))
     for message in extra:
         packed = status.details.add()

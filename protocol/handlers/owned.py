@@ -22,11 +22,23 @@ def owned_task(call: Call, task_id: str) -> Task:
         try:
             key = uuid.UUID(task_id)
         except (ValueError, AttributeError):
-            raise TaskNotFoundError(f"Task {task_id!r} was not found.") from None
+            raise TaskNotFoundError(f"Task {shown(task_id)} was not found.") from None
         task = caller_tasks(call).filter(id=key).first()
     if task is None:
-        raise TaskNotFoundError(f"Task {task_id!r} was not found.")
+        raise TaskNotFoundError(f"Task {shown(task_id)} was not found.")
     return task
+
+
+# An id the client sent is echoed in an error up to this long: a 100 KB id made a gRPC
+# answer whose status no client would read (metadata is capped at 16 KB).
+SHOWN_ID_CHARS = 80
+
+
+def shown(task_id: str) -> str:
+    """A client's id as an error names it."""
+    if len(task_id) <= SHOWN_ID_CHARS:
+        return repr(task_id)
+    return f"{task_id[:SHOWN_ID_CHARS]!r}... ({len(task_id)} characters)"
 
 
 def caller_tasks(call: Call) -> QuerySet[Task]:

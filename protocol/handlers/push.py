@@ -11,7 +11,7 @@ from google.protobuf import empty_pb2
 from a2ahub import outbound
 from a2ahub.errors import PushNotificationNotSupportedError, TaskNotFoundError
 from protocol.calls import Call
-from protocol.handlers.owned import owned_task
+from protocol.handlers.owned import owned_task, shown
 from push.configs import check_config, create_config, public_view
 from push.models import PushNotificationConfig
 
@@ -45,7 +45,9 @@ async def get_push_config(
         # 0.3 clients may ask for "the" config of a task without naming it.
         row = configs.filter(config_id=request.id).first() if request.id else configs.first()
         if row is None:
-            raise TaskNotFoundError(f"Task {request.task_id} has no push config {request.id!r}.")
+            raise TaskNotFoundError(
+                f"Task {shown(request.task_id)} has no push config {shown(request.id)}."
+            )
         return public_view(row)
 
     return await sync_to_async(get)()

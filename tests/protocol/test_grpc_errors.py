@@ -144,3 +144,14 @@ def test_each_grpc_service_takes_its_own_version_only() -> None:
     assert grpc_door.version_of(asking("0.3"), served="0.3") == "0.3"
     with pytest.raises(VersionNotSupportedError, match=r"lf\.a2a\.v1\.A2AService"):
         grpc_door.version_of(asking("1.0"), served="0.3")
+
+
+def test_a_long_message_is_cut_to_fit_the_trailers_a_client_reads() -> None:
+    # A 100 KB message made clients fail with RESOURCE_EXHAUSTED ("received metadata size
+    # exceeds hard limit", 16 KB by default) instead of reading the error.
+    refusal = grpc_errors.refusal_of(TaskNotFoundError("x" * 100_000))
+
+    size = sum(len(key) + len(value) for key, value in refusal.trailers)
+    assert size < 16 * 1024
+    assert refusal.code == grpc.StatusCode.NOT_FOUND
+    assert status_of(refusal).message == refusal.message == "x" * grpc_errors.MAX_MESSAGE

@@ -192,3 +192,13 @@ def test_the_slug_of_a_served_agent_is_still_a_tenant(
     )), V1)  # fmt: skip
 
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_very_long_task_id_is_not_found_without_being_echoed_whole(
+    caller: Caller, echo: Agent
+) -> None:
+    # The 1.0 error echoed the whole 100 KB id (0.3 refuses ids over 200 characters).
+    error = caller.error("echo", V1, "get", {"id": "a" * 100_000})
+
+    assert error["code"] == -32001
+    assert error["message"] == f"Task {'a' * 80!r}... (100000 characters) was not found."
