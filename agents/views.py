@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from agents import cards
@@ -33,7 +34,8 @@ def serve_card(request: HttpRequest, agent: Agent, variant: str = "") -> HttpRes
         variant = cards.V1_0 if requested_version(request) == "1.0" else cards.UNION
     card, tag = cards.served_card(agent, public_base_url(request))
     tag = f'"{variant}-{tag[1:]}'
-    if tag in _if_none_match(request):
+    asked = _if_none_match(request)
+    if tag in asked or "*" in asked:  # "*": any current representation (RFC 9110 13.1.2)
         response = HttpResponse(status=304)
     else:
         document = cards.card_document(card, variant)
@@ -52,6 +54,7 @@ def _if_none_match(request: HttpRequest) -> set[str]:
     return tags
 
 
+@csrf_exempt  # a POST is a 405, not the CSRF check's HTML 403
 @require_GET
 def agent_card(request: HttpRequest, slug: str) -> HttpResponse:
     agent = find_agent(slug)
@@ -60,6 +63,7 @@ def agent_card(request: HttpRequest, slug: str) -> HttpResponse:
     return serve_card(request, agent)
 
 
+@csrf_exempt  # a POST is a 405, not the CSRF check's HTML 403
 @require_GET
 def pinned_v1_card(request: HttpRequest, slug: str) -> HttpResponse:
     """The pure 1.0 card whatever the request says, for tools that validate the strict 1.0
@@ -70,6 +74,7 @@ def pinned_v1_card(request: HttpRequest, slug: str) -> HttpResponse:
     return serve_card(request, agent, cards.V1_0)
 
 
+@csrf_exempt  # a POST is a 405, not the CSRF check's HTML 403
 @require_GET
 def hub_card(request: HttpRequest) -> HttpResponse:
     agent = find_agent(settings.HUB_DEFAULT_AGENT)

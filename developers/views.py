@@ -210,16 +210,20 @@ def form_errors(form: DeveloperAgentForm, formset: SkillForms) -> list[str]:
     problems = [f"{label_of(form, field)}: {m}" for field, ms in form.errors.items() for m in ms]
     for number, skill in enumerate(formset.forms, start=1):
         problems += [
-            f"Skill {number}, {field}: {m}" for field, ms in skill.errors.items() for m in ms
+            f"Skill {number}, {label_of(skill, field).lower()}: {m}"
+            for field, ms in skill.errors.items()
+            for m in ms
         ]
     problems += [f"Skills: {message}" for message in formset.non_form_errors()]
     return problems
 
 
-def label_of(form: DeveloperAgentForm, field: str) -> str:
+def label_of(form: Any, field: str) -> str:
+    """The name the page shows a field under (a field without a label of its own: from its
+    name, as Django's templates print it, not "None")."""
     if field == "__all__":
         return "Card"
-    return str(form.fields[field].label) if field in form.fields else field
+    return str(form[field].label) if field in form.fields else field
 
 
 # -- one agent ---------------------------------------------------------------------------

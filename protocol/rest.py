@@ -441,10 +441,9 @@ async def respond(
 
 
 def no_route(exc: NoRoute, version: str) -> JsonResponse:
-    status = "NOT_FOUND" if exc.status == 404 else "UNIMPLEMENTED"
-    payload: dict[str, Any] = {
-        "error": {"code": exc.status, "status": status, "message": exc.message}
-    }
+    # The shape of every other error, details (an ErrorInfo naming METHOD_NOT_FOUND) included.
+    payload = build_rest_error_payload(MethodNotFoundError(exc.message))
+    payload["error"]["code"] = exc.status
     if version == V03:
         # What a 0.3 JSON-RPC client would have met: a method not found.
         payload |= rest_v03.error_fields(MethodNotFoundError(exc.message))

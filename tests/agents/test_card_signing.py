@@ -89,6 +89,18 @@ def test_reading_a_card_again_gives_the_same_document_and_a_304(client: Client) 
     assert first.json() == second.json()
     again = client.get(CARD.format(slug="signed"), headers={"If-None-Match": first["ETag"]})
     assert again.status_code == 304
+    # "*" matches any current representation (RFC 9110 13.1.2).
+    assert client.get(CARD.format(slug="signed"), headers={"If-None-Match": "*"}).status_code == 304
+
+
+def test_a_card_written_to_is_a_405_naming_get() -> None:
+    make_agent("signed")
+    # Django's test client skips the CSRF check unless asked: this one makes it, as a browser's
+    # or a script's POST would meet it.
+    posted = Client(enforce_csrf_checks=True).post(CARD.format(slug="signed"), {})
+
+    assert posted.status_code == 405
+    assert posted["Allow"] == "GET"
 
 
 def test_an_agent_that_opts_out_serves_an_unsigned_card(client: Client) -> None:

@@ -256,6 +256,16 @@ def test_the_preview_returns_the_errors_of_an_invalid_form(dev_client: Client) -
     assert "Skill 2, tags" in errors
 
 
+def test_the_previews_errors_name_fields_as_the_page_shows_them(dev_client: Client) -> None:
+    # A field without a label of its own was listed as "None: Not a media type".
+    data = agent_data(default_input_modes="text plain")
+
+    errors = dev_client.post("/dev/register/preview/", data).json()["errors"]
+
+    assert any(e.startswith("Default input modes: ") for e in errors), errors
+    assert not any(e.startswith("None") for e in errors), errors
+
+
 def test_the_preview_of_a_stored_agent_changes_nothing(dev_client: Client, developer: User) -> None:
     agent = owned("mine", developer)
     skill = agent.skills.get()

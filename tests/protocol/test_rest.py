@@ -246,6 +246,9 @@ def test_unknown_paths_are_404_and_wrong_verbs_405(
     response = rest.call(verb, path)
 
     assert response.status_code == status
+    error = response.json()["error"]
+    assert (error["code"], error["status"]) == (status, "NOT_FOUND")
+    assert [d["reason"] for d in error["details"]] == ["METHOD_NOT_FOUND"]
     if status == 405:
         assert response["Allow"]
 
