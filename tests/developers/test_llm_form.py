@@ -177,3 +177,23 @@ def test_the_check_button_says_why_a_server_fails(dev_client: Client, settings: 
         reverse("developers:llm-check"), {"base_url": "http://10.0.0.1/v1"}
     ).json()
     assert refused["ok"] is False and "may not call" in refused["text"], refused
+
+
+@pytest.mark.django_db
+def test_a_refused_form_says_the_typed_key_must_be_typed_again(dev_client: Client) -> None:
+    # The key is never sent back to the page; it came back empty with no word, and a second
+    # submit saved the agent without it.
+    data = page_data("llm", llm_fields(agents="")) | {"slug": "Not A Slug"}
+
+    page = dev_client.post(reverse("developers:agent-new"), data).content.decode()
+
+    assert KEY not in page
+    field = page[page.index('name="settings-llm-api_key"') :]
+    assert "Not kept when the form is refused: type it again." in field[:1200]
+
+
+@pytest.mark.django_db
+def test_a_form_shown_afresh_asks_nothing_to_be_typed_again(dev_client: Client) -> None:
+    page = dev_client.get(reverse("developers:agent-new")).content.decode()
+
+    assert "type it again" not in page
