@@ -196,27 +196,8 @@ def test_getting_a_config_the_task_does_not_have_is_an_error(
         ("http://[::1]/hook", f"::1 is a loopback address{PUBLIC_ONLY}"),
         ("ftp://receiver.example.com/hook",
          "'ftp://receiver.example.com/hook' must start with http:// or https://"),
-    ],
-    ids=["loopback", "private", "link-local", "ipv6-loopback", "ftp"],
-)  # fmt: skip
-@pytest.mark.parametrize("version", VERSIONS)
-def test_a_private_or_loopback_url_is_refused_naming_the_url(
-    caller: Caller, task_id: str, version: str, url: str, problem: str, settings: Any
-) -> None:
-    settings.OUTBOUND_ALLOWED_HOSTS = []
-
-    error = caller.error("pusher", version, "create_config", create_params(
-        version, task_id, webhook(version, url)))  # fmt: skip
-
-    assert error["code"] == -32602
-    assert "url" in error["message"]
-    assert error == invalid_params(version, "url", problem)
-    assert not PushNotificationConfig.objects.exists()
-
-
-@pytest.mark.parametrize(
-    ("url", "problem"),
-    [
+        # No connection could follow these: the resolver raised UnicodeError for such a host
+        # (-32603), and such a port was stored and failed every delivery.
         ("http://a..b/hook", "'http://a..b/hook' names no valid host (empty or over-long labels)"),
         ("http://.com/hook", "'http://.com/hook' names no valid host (empty or over-long labels)"),
         (f"http://{'a' * 64}.com/hook",
@@ -226,17 +207,20 @@ def test_a_private_or_loopback_url_is_refused_naming_the_url(
         ("http://receiver.example.com:99999/hook",
          "'http://receiver.example.com:99999/hook' names no valid port (1 to 65535)"),
     ],
-    ids=["empty-label", "leading-dot", "long-label", "port-0", "port-99999"],
+    ids=["loopback", "private", "link-local", "ipv6-loopback", "ftp", "empty-label",
+         "leading-dot", "long-label", "port-0", "port-99999"],
 )  # fmt: skip
 @pytest.mark.parametrize("version", VERSIONS)
-def test_a_url_no_connection_could_follow_is_invalid_params(
-    caller: Caller, task_id: str, version: str, url: str, problem: str
+def test_a_url_the_hub_may_not_or_cannot_call_is_refused_naming_the_url(
+    caller: Caller, task_id: str, version: str, url: str, problem: str, settings: Any
 ) -> None:
-    # The resolver raised UnicodeError for such a host (-32603), and such a port was stored
-    # and failed every delivery.
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+
     error = caller.error("pusher", version, "create_config", create_params(
         version, task_id, webhook(version, url)))  # fmt: skip
 
+    assert error["code"] == -32602
+    assert "url" in error["message"]
     assert error == invalid_params(version, "url", problem)
     assert not PushNotificationConfig.objects.exists()
 
