@@ -53,7 +53,12 @@ def credential_of(agent: Agent, key: str = "") -> Credential | None:
 
 def snippets(agent: Agent, base_url: str, key: str = "") -> list[Snippet]:
     credential = credential_of(agent, key)
+    # An agent that takes OAuth2 tokens only: how to get one comes first.
+    first = (
+        [Snippet("token", "Get a token (shell)", token(agent, base_url))] if agent.oauth2 else []
+    )
     return [
+        *first,
         Snippet("curl", "curl (JSON-RPC, A2A 1.0)", curl(agent, base_url, credential)),
         Snippet("python", "Python (a2a-sdk 1.x)", python(agent, base_url, credential)),
         Snippet("javascript", "JavaScript (@a2a-js/sdk)", javascript(agent, base_url, credential)),
@@ -65,6 +70,17 @@ def snippets(agent: Agent, base_url: str, key: str = "") -> list[Snippet]:
 CURL_BODY = """{{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {{
       "message": {{"messageId": "hello-1", "role": "ROLE_USER",
                   "parts": [{{"text": {greeting}}}]}}}}}}"""
+
+
+def token(agent: Agent, base_url: str) -> str:
+    """A2A_TOKEN from the hub's token endpoint, with the client id and secret of an
+    application (client credentials) in CLIENT_ID and CLIENT_SECRET."""
+    read = """python3 -c 'import json, sys; print(json.load(sys.stdin)["access_token"])'"""
+    return "\n".join([
+        'export A2A_TOKEN="$(curl -sS -u "$CLIENT_ID:$CLIENT_SECRET" \\',
+        f"  -d grant_type=client_credentials -d 'scope=agent:{agent.slug}' \\",
+        f"  '{base_url}/o/token/' | {read})\"",
+    ])  # fmt: skip
 
 
 def curl(agent: Agent, base_url: str, credential: Credential | None) -> str:

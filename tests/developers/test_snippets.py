@@ -73,7 +73,18 @@ def test_an_oauth2_agent_takes_a_bearer_token(dev_client: Client, developer: Use
     owned("tokens", developer, oauth2=True)
     page = agent_page(dev_client, "tokens")
     assert '-H "Authorization: Bearer $A2A_TOKEN"' in snippet(page, "curl")
-    assert "/o/token/" in page
+    # How to get the token comes first, for this agent's scope (the page named no command).
+    token = snippet(page, "token")
+    assert token.startswith('export A2A_TOKEN="$(curl -sS -u "$CLIENT_ID:$CLIENT_SECRET"')
+    assert "-d 'scope=agent:tokens'" in token and "'http://testserver/o/token/'" in token
+    assert page.index('id="snippet-token"') < page.index('id="snippet-curl"')
+
+
+def test_an_agent_taking_api_keys_shows_no_token_command(
+    dev_client: Client, developer: User
+) -> None:
+    owned("vault", developer, **SECURED)
+    assert 'id="snippet-token"' not in agent_page(dev_client, "vault")
 
 
 def test_a_new_key_is_shown_once_with_a_copy_button_and_snippets_that_use_it(

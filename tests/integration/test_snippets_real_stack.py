@@ -17,6 +17,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from html import unescape
+from pathlib import Path
 
 import httpx
 import pytest
@@ -43,6 +44,16 @@ agent = Agent.objects.create(slug=f"{name}-vault", name="Vault", description="Ec
                              security_requirements=[{"apiKey": []}])
 Skill.objects.create(agent=agent, skill_id="echo", name="Echo", description="Echoes.",
                      tags=["demo"])
+locked = Agent.objects.create(slug=f"{name}-locked", name="Locked", description="Echoes.",
+                              executor_kind="echo", owner=owner, oauth2=True)
+Skill.objects.create(agent=locked, skill_id="echo", name="Echo", description="Echoes.",
+                     tags=["demo"])
+from oauth2_provider.models import Application
+app = Application.objects.create(
+    name="robot", user=owner, client_type=Application.CLIENT_CONFIDENTIAL,
+    authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS, client_secret=sys.argv[3],
+)
+print(app.client_id)
 """
 RUN_SECONDS = 120
 
@@ -54,12 +65,22 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         yield running
 
 
+CLIENT_SECRET = "snippet-client-secret-0123456789"
+
+
 @pytest.fixture(scope="module")
-def developer(hub: Hub) -> str:
+def made(hub: Hub) -> tuple[str, str]:
+    """The developer's name and their client-credentials application's client id."""
     name = f"dev-{uuid.uuid4().hex[:8]}"
-    subprocess.run([sys.executable, "-c", SETUP, name, PASSWORD], cwd=ROOT, env=hub.env,
-                   check=True, timeout=RUN_SECONDS, capture_output=True)  # fmt: skip
-    return name
+    done = subprocess.run([sys.executable, "-c", SETUP, name, PASSWORD, CLIENT_SECRET], cwd=ROOT,
+                          env=hub.env, check=True, timeout=RUN_SECONDS, capture_output=True,
+                          text=True)  # fmt: skip
+    return name, done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def developer(made: tuple[str, str]) -> str:
+    return made[0]
 
 
 def snippet(page: str, name: str) -> str:
@@ -125,6 +146,20 @@ def test_the_agent_pages_snippets_read_the_key_from_the_environment(
     assert echoed(run_curl(curl, env)) == ["Hello!"]
     printed = run_python(snippet(page.text, "python"), env)
     assert '"text": "Hello!"' in printed
+
+
+def test_an_oauth2_only_agents_page_shows_how_to_get_the_token_its_snippets_use(
+    hub: Hub, made: tuple[str, str]
+) -> None:
+    developer, client_id = made
+    page = session(hub, developer).get(f"/dev/agents/{developer}-locked/").text
+    # The token command, then the call, in one shell: as a reader pastes them one after other.
+    both = snippet(page, "token") + "\n" + snippet(page, "curl")
+    python_dir = str(Path(sys.executable).parent)
+    env = {"PATH": f"/usr/bin:/bin:{python_dir}", "CLIENT_ID": client_id,
+           "CLIENT_SECRET": CLIENT_SECRET}  # fmt: skip
+
+    assert echoed(run_curl(both, env)) == ["Hello!"]
 
 
 def session(hub: Hub, developer: str) -> httpx.Client:
