@@ -25,6 +25,8 @@ NOT_SETTINGS = {
     "FAILED_PRECONDITION": "a gRPC status code, a wire value",
     "A2A_API_KEY": "read by the copy-paste snippets a caller runs (developers/snippets.py)",
     "A2A_TOKEN": "read by the copy-paste snippets a caller runs (developers/snippets.py)",
+    "CLIENT_ID": "read by the token snippet of an OAuth2-only agent (developers/snippets.py)",
+    "CLIENT_SECRET": "read by the token snippet of an OAuth2-only agent (developers/snippets.py)",
 }
 # The test and bench tooling's own variables (PYTEST_ARGS, A2AHUB_REQUIRE_STACK, ...) are no
 # settings of the hub, but they must exist where the docs say: read by the Makefile, CI's
