@@ -56,7 +56,6 @@ PLAIN_JSON = "application/json"
 BODILESS = frozenset({"GET", "HEAD", "DELETE"})
 TASK = r"tasks/(?P<task>[^/:]+)"
 CONFIG = r"(?P<config>[^/:]+)"
-INT32_MAX = numerals.INT32_MAX
 
 
 @dataclass(frozen=True)
@@ -178,9 +177,11 @@ def v03_get_task(found: Found) -> pb.GetTaskRequest:
     asked = found.request.query
     raw = asked.get("historyLength", "") or asked.get("history_length", "")
     if raw:
-        length = numerals.whole_number(raw, INT32_MAX)
+        length = numerals.whole_number(raw, numerals.INT32_MAX)
         if length is None:
-            raise invalid_params("historyLength", f"must be a whole number up to {INT32_MAX}")
+            raise invalid_params(
+                "historyLength", f"must be a whole number up to {numerals.INT32_MAX}"
+            )
         request.history_length = length
     return request
 

@@ -11,8 +11,6 @@ from the hub but has one it named so itself (`names_client_task`).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +19,7 @@ from a2a.types import a2a_pb2 as pb
 
 from a2ahub.errors import A2AError, error_object, invalid_params
 from a2ahub.numerals import INT32_MAX
+from protocol import file_bytes
 from protocol.method_table import V01_METHODS, V03_METHODS, Method
 from protocol.sse import Framing, frame
 from push.configs import DEFAULT_ID
@@ -133,11 +132,10 @@ def file_in(part: pb.Part, file: dict[str, Any], where: str) -> None:
     if content[0] == "uri":
         part.url = string_at(file, "uri", where, required=True)
     else:
-        encoded = string_at(file, key, where)
-        try:
-            part.raw = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            raise invalid_params(f"{where}.{key}", "is not base64") from None
+        data = file_bytes.strictly(string_at(file, key, where), url_safe=False, padded=True)
+        if data is None:
+            raise invalid_params(f"{where}.{key}", file_bytes.NOT_BASE64)
+        part.raw = data
     part.filename = string_at(file, "name", where)
     part.media_type = string_at(file, "mimeType", where)
 

@@ -5,6 +5,7 @@ never -32603, and never a file stored empty. What the versions allow is still ta
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -65,8 +66,6 @@ def test_a_1_0_file_in_any_base64_proto3_allows_is_kept_exactly(
 
 
 def _standard(data: bytes) -> str:
-    import base64
-
     return base64.b64encode(data).decode()
 
 
