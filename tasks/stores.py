@@ -125,7 +125,8 @@ def on_django(
             connection.close()
         raise
     finally:
-        if release_after_write.get():
+        # Never inside a transaction: closing would end it (a caller's, a test's).
+        if release_after_write.get() and not connection.in_atomic_block:
             connection.close()
 
 

@@ -295,10 +295,15 @@ def test_a_last_event_id_not_ours_is_invalid_params_in_both_bindings(
     assert "Last-Event-ID" in rest.json()["error"]["message"]
 
 
+# Fixed: parallel test processes must collect the same test ids.
+SOME_TASK = "32aa30ea-cd00-4fb8-8c30-1ff72f869e50"
+
+
 @pytest.mark.parametrize(
     "token",
-    [page_token("2026-11-24T10:00:00+00:00", str(uuid.uuid4()), 2**64), "!!!not-base64",
-     page_token("0001-01-01T00:00:00+14:00", str(uuid.uuid4()), 1), "A" * 5000],
+    [page_token("2026-11-24T10:00:00+00:00", SOME_TASK, 2**64), "!!!not-base64",
+     page_token("0001-01-01T00:00:00+14:00", SOME_TASK, 1), "A" * 5000],
+    ids=["total past int64", "not base64", "a time before year 1 in UTC", "too long"],
 )  # fmt: skip
 def test_a_page_token_not_ours_is_invalid_params_in_both_bindings(web: Web, token: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageToken": token}}
