@@ -43,12 +43,14 @@ migrations-check: install-test
 test lint imports typecheck migrations-check pytest fuzz: export SECRET_KEY ?= test-only-secret-key-not-for-any-real-deployment
 
 # The suite runs in PYTEST_WORKERS processes side by side (pytest-xdist), a test file each at a
-# time: its tests spend most of their time waiting on hub processes, browsers and timers.
+# time, the slow files first (tests/conftest.py): its tests spend most of their time waiting on
+# hub processes, browsers and timers.
 # Each process has a test database and a Redis database of its own (tests/parallel.py).
 PYTEST_WORKERS ?= 3
 
 pytest: install-test
-	$(PY) -m pytest -p tests.parallel -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -p tests.parallel -n $(PYTEST_WORKERS) --dist loadfile --no-loadscopereorder \
+		$(PYTEST_ARGS)
 
 test: lint imports typecheck migrations-check pytest
 

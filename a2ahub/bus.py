@@ -29,6 +29,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from redis.connection import parse_url
 
 from a2ahub import outages, redis_clients
 
@@ -166,11 +167,12 @@ class RedisBus(InProcessBus):
         )
         self.client = redis_clients.short_client(url)
         self.outage = outages.redis_at(url)
+        self.space = wire_name("", url)
 
     def publish(self, channel: str, message: Any, encode: Encode = as_bytes) -> None:
         self.deliver_local(channel, message)
         try:
-            self.client.publish(channel, _ORIGIN_BYTES + b" " + encode(message))
+            self.client.publish(self.space + channel, _ORIGIN_BYTES + b" " + encode(message))
         except redis.RedisError as exc:
             # What was published is stored, or can be done without (a wake-up: the sweep).
             self.outage.failed(exc)
@@ -183,7 +185,7 @@ class RedisBus(InProcessBus):
         publisher = self.publishers.get(loop)
         if publisher is None:
             publisher = self.publishers[loop] = Publisher(self.url, self.outage)
-        publisher.publish(channel, _ORIGIN_BYTES + b" " + encode(message))
+        publisher.publish(self.space + channel, _ORIGIN_BYTES + b" " + encode(message))
 
     async def listen_elsewhere(self, listening: Listening) -> None:
         listener = self.listener_for(listening.loop)
@@ -204,7 +206,7 @@ class RedisBus(InProcessBus):
         if listener is None:
             for stale in [lp for lp in self.listeners if lp.is_closed()]:
                 del self.listeners[stale]
-            listener = self.listeners[loop] = Listener(self.url, self.outage)
+            listener = self.listeners[loop] = Listener(self.url, self.outage, self.space)
         return listener
 
 
@@ -217,9 +219,10 @@ class Listener:
     subscribes again to every channel wanted, once Redis answers, then calls the subscribers'
     `restored` hooks."""
 
-    def __init__(self, url: str, outage: outages.Outage) -> None:
+    def __init__(self, url: str, outage: outages.Outage, space: str = "") -> None:
         self.client = redis_clients.subscriber_client(url)
         self.outage = outage
+        self.space = space  # before each channel's name on the server (`wire_name`)
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self.wanted: dict[str, set[Listening]] = {}
         self.subscribed_by: dict[str, int] = {}  # channel -> its SUBSCRIBE's number
@@ -274,7 +277,9 @@ class Listener:
                 if verb == "resubscribe":
                     await self.resubscribe()
                 else:
-                    await getattr(self.pubsub, verb)(*(channel for _, channel in batch))
+                    await getattr(self.pubsub, verb)(
+                        *(self.space + channel for _, channel in batch)
+                    )
             except Exception as exc:  # redis-py raises more than RedisError when cut off
                 # Subscribers still get this process's own messages; the reader subscribes
                 # again once Redis answers.
@@ -291,7 +296,7 @@ class Listener:
         that was dropped meanwhile comes back), then PING: its PONG comes after every
         SUBSCRIBE took effect."""
         if self.wanted:
-            await self.pubsub.subscribe(*self.wanted)
+            await self.pubsub.subscribe(*(self.space + channel for channel in self.wanted))
         await self.pubsub.ping()
         self.lost = False
         self.catching_up = True
@@ -327,7 +332,8 @@ class Listener:
             if message is None:
                 continue
             if message.get("type") == "message":
-                self.dispatch(message["channel"].decode(), message["data"])
+                name = message["channel"].decode()
+                self.dispatch(name.removeprefix(self.space), message["data"])
             elif message.get("type") == "pong" and self.catching_up:
                 self.catching_up = False
                 self.call_restored()
@@ -385,6 +391,15 @@ class Publisher:
                                    f"{outages.describe(exc)}")  # fmt: skip
             else:
                 self.outage.answered()
+
+
+def wire_name(channel: str, url: str) -> str:
+    """The name `channel` has on the Redis server of `url`. Pub/sub channels belong to the
+    server, not to one of its databases: hubs sharing a server on different databases would
+    hear each other's messages. On database N a channel is "N/" + its name; database 0's keep
+    their plain names, the ones every earlier release used."""
+    number = int(parse_url(url).get("db") or 0)
+    return f"{number}/{channel}" if number else channel
 
 
 @cache

@@ -1,7 +1,7 @@
 """The `llm` settings form's "Check the server" button: the hub asks the model server for its
 models (GET <base_url>/models, through the outbound guard) and says what it found or why it
-failed. A blank key on an agent's edit page checks with the key stored for that agent (the
-developer's own agents only; operators any)."""
+failed, and whether it lists the model typed. A blank key on an agent's edit page checks with
+the key stored for that agent (the developer's own agents only; operators any)."""
 
 from __future__ import annotations
 
@@ -54,4 +54,8 @@ def llm_check(request: HttpRequest) -> JsonResponse:
         models = async_to_sync(llm.list_models)(config)
     except llm.ModelFailure as exc:
         return JsonResponse({"ok": False, "text": exc.message, "models": []})
-    return JsonResponse({"ok": True, "text": found(models), "models": models[:200]})
+    text, model = found(models), request.POST.get("model", "").strip()
+    missing = bool(model and models and model not in models)
+    if missing:
+        text += f" It does not list {model}, the model typed here."
+    return JsonResponse({"ok": True, "text": text, "models": models[:200], "warning": missing})

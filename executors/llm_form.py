@@ -50,13 +50,27 @@ def mcp_columns(stored: bool = False) -> list[Column]:
     ]  # fmt: skip
 
 
+# A row's token cell holds this in place of a token typed into a refused form; a password
+# cell renders no value, so it is never on the page either.
+TYPED = "typed"
+
+
+def typed_token(token: Any) -> bool:
+    return isinstance(token, str) and bool(token) and not sealed.is_sealed(token)
+
+
 class McpServersField(forms.Field):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(widget=RowsWidget(mcp_columns(), "Add an MCP server"), **kwargs)
 
     def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, list):  # stored servers: their tokens are never shown
-            return [{"url": s.get("url", ""), "token": ""} for s in value if isinstance(s, dict)]
+        """Tokens are never shown: a stored one (sealed) is left out, and one typed into a
+        refused form only marked, so that its row asks for it again."""
+        if isinstance(value, list):
+            return [
+                {"url": s.get("url", ""), "token": TYPED if typed_token(s.get("token")) else ""}
+                for s in value if isinstance(s, dict)
+            ]  # fmt: skip
         return value
 
     def to_python(self, value: Any) -> list[dict[str, str]]:
@@ -156,6 +170,15 @@ class LlmSettingsForm(ExecutorSettingsForm):
         initial["stored_servers"] = servers if isinstance(servers, list) else []
         return initial
 
+    def clean_api_key_env(self) -> str:
+        name: str = self.cleaned_data.get("api_key_env", "").strip()
+        if name and not llm.ENV_NAME.match(name):
+            raise forms.ValidationError(
+                "The name of an environment variable: letters, digits and underscores, not "
+                "starting with a digit (OPENAI_API_KEY, say)."
+            )
+        return name
+
     def clean_mcp_servers(self) -> list[dict[str, str]]:
         servers: list[dict[str, str]] = self.cleaned_data["mcp_servers"]
         llm.validate_mcp_servers([{"url": s["url"]} for s in servers])  # refused when saved
@@ -182,7 +205,7 @@ class LlmSettingsForm(ExecutorSettingsForm):
             if data.get(key) is not None:
                 out[key] = data[key]
         if data.get("api_key_env"):
-            out["api_key_env"] = data["api_key_env"].strip()
+            out["api_key_env"] = data["api_key_env"]
         if self.sealed_key():
             out["api_key"] = self.sealed_key()
         return out

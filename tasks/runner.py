@@ -340,17 +340,18 @@ _maintenance_lock = threading.Lock()
 
 
 def ensure_maintenance() -> None:
-    global _maintenance_started
+    global _maintenance_started, _maintenance_thread, _control_heard
     with _maintenance_lock:
         if _maintenance_started:
             return
         _maintenance_started = True
-    global _maintenance_thread
-    _maintenance_thread = threading.Thread(
-        target=maintenance_loop, name="a2ahub-maintenance", daemon=True
-    )
-    _maintenance_thread.start()
-    bus.get().subscribe_in_background(CONTROL_CHANNEL, stop_requested)
+        _maintenance_thread = threading.Thread(
+            target=maintenance_loop, name="a2ahub-maintenance", daemon=True
+        )
+        _maintenance_thread.start()
+        if not _control_heard:
+            _control_heard = True
+            bus.get().subscribe_in_background(CONTROL_CHANNEL, stop_requested)
 
 
 def stop_requested(body: bytes | str) -> None:
@@ -361,14 +362,23 @@ def stop_requested(body: bytes | str) -> None:
 
 _maintenance_stopping = threading.Event()
 _maintenance_thread: threading.Thread | None = None
+_control_heard = False
 
 
 def stop_maintenance(timeout: float = 10) -> None:
     """End the maintenance thread and wait for it, its connections given back (a process
-    shutting down: the test session, whose database goes away before the process does)."""
-    _maintenance_stopping.set()
-    if _maintenance_thread is not None:
-        _maintenance_thread.join(timeout)
+    shutting down; a test, whose database access ends with it). The next turn run here
+    starts it again."""
+    global _maintenance_started, _maintenance_thread
+    with _maintenance_lock:
+        thread = _maintenance_thread
+        if thread is None:
+            return
+        _maintenance_stopping.set()
+        thread.join(timeout)
+        if not thread.is_alive():
+            _maintenance_thread, _maintenance_started = None, False
+            _maintenance_stopping.clear()
 
 
 def maintenance_loop() -> None:

@@ -40,6 +40,7 @@ hashers.get_hashers_by_algorithm.cache_clear()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow_first(items)
     # Integration tests need the real stack; locally they skip without it, but where the stack
     # is required (CI's main run) a missing service must fail instead of quietly skipping.
     missing = [name for name in STACK_ENV if not os.environ.get(name)]
@@ -51,6 +52,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "integration" in item.keywords:
             item.add_marker(skip)
+
+
+def slow_first(items: list[pytest.Item]) -> None:
+    """Files whose tests start hubs or browsers first, the most tests first within each kind:
+    test processes side by side (`make pytest`) take a file each at a time, in this order, and
+    end together only if the long files do not come last. A file keeps its tests' order."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list[pytest.Item]) -> tuple[bool, int]:
+        slow = any("integration" in t.keywords or "browser" in t.keywords for t in tests)
+        return (not slow, -len(tests))
+
+    items[:] = [item for tests in sorted(files.values(), key=cost) for item in tests]
 
 
 @pytest.fixture(scope="session")
@@ -125,6 +141,17 @@ def push_engine_at_rest() -> Iterator[None]:
     # the shared Redis and claim from a database a test without one may not reach, logging
     # each failure from its thread while the test runs.
     engine.stop()
+
+
+@pytest.fixture(autouse=True)
+def maintenance_of_this_test_only() -> Iterator[None]:
+    """A turn run in this process starts its maintenance thread (heartbeats and, embedded,
+    the periodic jobs); it ends with the test that started it, rather than reach the database
+    during a later test that has none."""
+    yield
+    from tasks.runner import stop_maintenance
+
+    stop_maintenance()
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import pytest
@@ -117,7 +118,8 @@ def test_code_without_a_loop_hears_messages_on_the_bus_s_own_thread(
     assert eventually(lambda: each_bus.subscribed(channel), timeout=WITHIN)
     if each_bus.distributed:  # the SUBSCRIBE goes out a moment after the registration
         client = redis.Redis.from_url(REDIS_URL)
-        assert eventually(lambda: client.pubsub_numsub(channel)[0][1] == 1, timeout=WITHIN)
+        name = bus.wire_name(channel, REDIS_URL)
+        assert eventually(lambda: client.pubsub_numsub(name)[0][1] == 1, timeout=WITHIN)
 
     each_bus.publish(channel, b"stop t-1")
 
@@ -132,10 +134,36 @@ async def test_another_process_s_message_arrives_decoded(channel: str) -> None:
     listening = await over_redis.subscribe(channel, heard, decode=orjson.loads)
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        client.publish(channel, ELSEWHERE + b" " + dumps({"from": "elsewhere"}))
+        client.publish(
+            bus.wire_name(channel, REDIS_URL), ELSEWHERE + b" " + dumps({"from": "elsewhere"})
+        )
         assert await heard.wait_for(1) == [{"from": "elsewhere"}]
     finally:
         over_redis.unsubscribe(listening)
+        client.close()
+
+
+def on_database(url: str, number: int) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{number}"))
+
+
+@pytest.mark.integration
+async def test_a_hub_hears_only_the_messages_of_its_own_redis_database(channel: str) -> None:
+    """Redis pub/sub ignores database numbers: hubs sharing one server on different databases
+    heard each other's task events and wake-ups."""
+    on_13 = bus.RedisBus(on_database(REDIS_URL, 13))
+    heard = Heard()
+    listening = await on_13.subscribe(channel, heard, decode=orjson.loads)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        for number in (0, 14, 13):
+            name = bus.wire_name(channel, on_database(REDIS_URL, number))
+            client.publish(name, ELSEWHERE + b" " + dumps({"database": number}))
+        assert await heard.wait_for(1) == [{"database": 13}]
+        await asyncio.sleep(0.2)
+        assert heard.messages == [{"database": 13}]
+    finally:
+        on_13.unsubscribe(listening)
         client.close()
 
 

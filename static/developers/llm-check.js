@@ -1,6 +1,6 @@
 // The `llm` settings' "Check the server" button: asks the hub to list the model server's
 // models (GET /v1/models, through the hub's outbound guard) and says what it found or why
-// it failed; the models found are offered as the model field's suggestions.
+// it failed, or that it does not list the model typed; the models found are offered as the model field's suggestions.
 (function () {
   "use strict";
 
@@ -13,7 +13,7 @@
     var form = button.closest("form");
     var output = button.parentElement.querySelector(".llm-check-result");
     var body = new FormData();
-    ["base_url", "api_key", "api_key_env"].forEach(function (name) {
+    ["base_url", "api_key", "api_key_env", "model"].forEach(function (name) {
       var input = field(box, name);
       body.append(name, input ? input.value : "");
     });
@@ -29,7 +29,7 @@
       });
       var answer = await response.json();
       output.textContent = answer.text;
-      output.classList.toggle("error", !answer.ok);
+      output.classList.toggle("error", !answer.ok || Boolean(answer.warning));
       var model = field(box, "model");
       if (answer.ok && model) {
         var list = document.getElementById(model.id + "-models") || document.createElement("datalist");

@@ -7,6 +7,7 @@ Personas: `dev` (tests/browser.py's sign-in) registers the agent, so owns it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -78,11 +79,18 @@ def test_an_llm_agent_made_in_the_form_streams_its_answer_in_the_chat(
     page.fill("#id_description", "A model with instructions.")
     page.select_option("#id_executor_kind", "llm")
     page.fill("#id_settings-llm-base_url", models.url)
+    page.fill("#id_settings-llm-model", "tiny-modle")
     page.click("#settings-llm button.llm-check")
-    expect(page.locator("#settings-llm .llm-check-result")).to_have_text(
-        "The server answers: 1 model(s): tiny-model."
+    result = page.locator("#settings-llm .llm-check-result")
+    expect(result).to_have_text(
+        "The server answers: 1 model(s): tiny-model. It does not list tiny-modle, the model "
+        "typed here."
     )
+    expect(result).to_have_class(re.compile(r"\berror\b"))
     page.fill("#id_settings-llm-model", "tiny-model")
+    page.click("#settings-llm button.llm-check")
+    expect(result).to_have_text("The server answers: 1 model(s): tiny-model.")
+    expect(result).not_to_have_class(re.compile(r"\berror\b"))
     page.fill("#id_settings-llm-instructions", "Answer in French first.")
     page.fill("#id_settings-llm-api_key", "sk-browser-secret")
     page.check("#id_settings-llm-agents input[value=echo]")

@@ -102,7 +102,7 @@ def test_a_blank_key_keeps_the_stored_one_and_removing_it_removes_it(
         ({"base_url": "http://10.0.0.5/v1"}, "may not call"),
         ({"model": ""}, "required"),
         ({"max_steps": "99"}, "20"),
-        ({"api_key_env": "NOT A NAME"}, "environment variable"),
+        ({"api_key_env": "NOT A NAME"}, "letters, digits and underscores"),
     ],
 )
 def test_bad_settings_are_refused_when_saved(
@@ -167,6 +167,19 @@ def test_the_check_button_lists_the_servers_models(
 
 
 @pytest.mark.django_db
+def test_the_check_button_says_when_the_server_does_not_list_the_typed_model(
+    dev_client: Client, model_server: ModelServer
+) -> None:
+    check = reverse("developers:llm-check")
+    typo = dev_client.post(check, {"base_url": model_server.url, "model": "smal-model"}).json()
+    assert typo["ok"] is True and typo["warning"] is True, typo
+    assert typo["text"].endswith("It does not list smal-model, the model typed here.")
+
+    listed = dev_client.post(check, {"base_url": model_server.url, "model": "small-model"}).json()
+    assert listed["warning"] is False and "does not list" not in listed["text"], listed
+
+
+@pytest.mark.django_db
 def test_the_check_button_says_why_a_server_fails(dev_client: Client, settings: Any) -> None:
     settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     answer = dev_client.post(
@@ -183,13 +196,21 @@ def test_the_check_button_says_why_a_server_fails(dev_client: Client, settings: 
 def test_a_refused_form_says_the_typed_key_must_be_typed_again(dev_client: Client) -> None:
     # The key is never sent back to the page; it came back empty with no word, and a second
     # submit saved the agent without it.
-    data = page_data("llm", llm_fields(agents="")) | {"slug": "Not A Slug"}
+    data = page_data("llm", llm_fields(agents="")) | {
+        "slug": "Not A Slug",
+        "settings-llm-mcp_servers-0-url": "http://127.0.0.1:9/mcp",
+        "settings-llm-mcp_servers-0-token": "mcp-token-typed",
+    }
 
     page = dev_client.post(reverse("developers:agent-new"), data).content.decode()
 
-    assert KEY not in page
+    assert KEY not in page and "mcp-token-typed" not in page
     field = page[page.index('name="settings-llm-api_key"') :]
     assert "Not kept when the form is refused: type it again." in field[:1200]
+    # The MCP server's row keeps its URL and says the same of its token.
+    token = page[page.index('name="settings-llm-mcp_servers-0-token"') :]
+    assert 'placeholder="not kept: type it again"' in token[:300]
+    assert 'value="http://127.0.0.1:9/mcp"' in page
 
 
 @pytest.mark.django_db

@@ -11,6 +11,8 @@ import httpx
 import pytest
 import redis
 
+from a2ahub import bus
+from tasks.events import CHANNEL_PREFIX
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1, VERSIONS
 from tests.integration.stack import Hub
@@ -30,7 +32,6 @@ from tests.streaming.sse import (
 
 pytestmark = pytest.mark.integration
 both_versions = pytest.mark.parametrize("version", VERSIONS)
-CHANNEL_PREFIX = "a2ahub:task:"
 RELEASE_TIMEOUT = 5.0
 
 
@@ -105,7 +106,9 @@ def test_a_worker_mode_stream_through_one_web_process_is_followed_through_the_ot
 def subscribers(hub: Hub, task_id: str) -> int:
     client = redis.Redis.from_url(hub.env["REDIS_URL"], socket_timeout=5)
     try:
-        [(_, count)] = client.pubsub_numsub(CHANNEL_PREFIX + task_id)
+        [(_, count)] = client.pubsub_numsub(
+            bus.wire_name(CHANNEL_PREFIX + task_id, hub.env["REDIS_URL"])
+        )
         return int(count)
     finally:
         client.close()

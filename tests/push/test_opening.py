@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from a2ahub import asyncdb, redis_clients
+from a2ahub import asyncdb, bus, redis_clients
 from agents.models import Agent
 from push.configs import create_config
 from push.engine import WAKE_CHANNEL
@@ -59,7 +59,7 @@ def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[st
         asyncdb.enabled.set(True)  # as the hub's ASGI app does for its requests
         client = redis_clients.subscriber_client(settings.REDIS_URL)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
-        await pubsub.subscribe(WAKE_CHANNEL)
+        await pubsub.subscribe(bus.wire_name(WAKE_CHANNEL, settings.REDIS_URL))
         try:
             await asyncdb.pool()
             seen.clear()
