@@ -49,7 +49,7 @@ test lint imports typecheck migrations-check pytest fuzz: export SECRET_KEY ?= t
 PYTEST_WORKERS ?= 3
 
 pytest: install-test
-	$(PY) -m pytest -p tests.parallel -n $(PYTEST_WORKERS) --dist loadfile --no-loadscopereorder \
+	$(PY) -m pytest -p tests.parallel -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 		$(PYTEST_ARGS)
 
 test: lint imports typecheck migrations-check pytest

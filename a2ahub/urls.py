@@ -16,6 +16,10 @@ from registry import catalog, mcp_card
 urlpatterns = [
     path("", developer_views.home, name="home"),
     path("admin/login/", throttled(admin.site.login), name="admin-login"),
+    path(
+        "admin/r/<int:content_type_id>/<path:object_id>/",
+        admin.site.admin_view(hub_views.view_on_site),
+    ),
     path("admin/", admin.site.urls),
     path(".well-known/agent-card.json", agent_views.hub_card, name="hub-card"),
     path(".well-known/agent.json", agent_views.hub_card),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.contenttypes.models import ContentType
 from django.test import Client
 from django.urls import reverse
 from oauth2_provider.models import AccessToken
@@ -163,3 +164,6 @@ def test_an_applications_admin_page_links_to_no_page_the_hub_lacks(
 
     assert page.status_code == 200
     assert "View on site" not in page.content.decode()
+    # Nor does the admin's redirect, typed by hand.
+    kind = ContentType.objects.get_for_model(app)
+    assert operator_client.get(f"/admin/r/{kind.pk}/{app.pk}/").status_code == 404
