@@ -46,7 +46,7 @@ test lint imports typecheck migrations-check pytest fuzz: export SECRET_KEY ?= t
 # time, the slow files first (tests/conftest.py): its tests spend most of their time waiting on
 # hub processes, browsers and timers.
 # Each process has a test database and a Redis database of its own (tests/parallel.py).
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 
 pytest: install-test
 	$(PY) -m pytest -p tests.parallel -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \

@@ -159,6 +159,10 @@ class LlmSettingsForm(ExecutorSettingsForm):
                 "api_key"
             ].help_text = "A key is stored (sealed, never shown). Type a new one to replace it."
             self.fields["api_key"].widget.attrs["placeholder"] = STORED
+        elif not self.is_bound:
+            # Nothing stored to remove (a new agent's page). A posted form keeps the box: it
+            # is bound without knowing whether the agent has a key.
+            del self.fields["forget_api_key"]
         if any(s.get("token") for s in self.initial.get("stored_servers", [])):
             self.fields["mcp_servers"].widget.columns = mcp_columns(stored=True)  # type: ignore[attr-defined]
 

@@ -57,6 +57,7 @@ def test_an_llm_agent_is_made_in_the_form_and_its_key_is_sealed_and_never_shown(
     edit = dev_client.get(reverse("developers:agent-edit", kwargs={"slug": "weather"}))
     page = edit.content.decode()
     assert "Check the server" in page and "A key is stored" in page
+    assert "Remove the stored API key" in page
     assert KEY not in page and "mcp-token-42" not in page and stored["api_key"] not in page
     card = dev_client.get("/agents/weather/.well-known/agent-card.json").content.decode()
     assert KEY not in card and "sealed:" not in card
@@ -218,3 +219,5 @@ def test_a_form_shown_afresh_asks_nothing_to_be_typed_again(dev_client: Client) 
     page = dev_client.get(reverse("developers:agent-new")).content.decode()
 
     assert "type it again" not in page
+    # A new agent has no key to remove.
+    assert "Remove the stored API key" not in page

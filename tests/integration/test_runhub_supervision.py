@@ -163,7 +163,8 @@ def test_the_turns_a_killed_worker_held_are_queued_again_and_its_running_ones_fa
     turns = [send(hub, "slow", "12") for _ in range(2 * WORKERS * THREADS)]
     assert eventually(lambda: sum(queued(hub, t) for t in turns) == WORKERS * THREADS, 20)
     victim = int(next(row(hub, t)[1] for t in turns if not queued(hub, t)).rsplit(":", 1)[1])
-    assert eventually(lambda: len(held_tokens(private_redis, victim)) == 2 * THREADS, timeout=10)
+    # (Waiting, not measured: the victim takes its prefetch as soon as a busy machine lets it.)
+    assert eventually(lambda: len(held_tokens(private_redis, victim)) == 2 * THREADS, timeout=30)
     tokens = {row(hub, t)[1]: t for t in turns if queued(hub, t)}
     waiting = {
         tokens[token]: token for token in held_tokens(private_redis, victim) if token in tokens
