@@ -1,6 +1,7 @@
 // The `llm` settings' "Check the server" button: asks the hub to list the model server's
 // models (GET /v1/models, through the hub's outbound guard) and says what it found or why
-// it failed, or that it does not list the model typed; the models found are offered as the model field's suggestions.
+// it failed, or that it does not list the model typed; the models found are offered as the
+// model field's suggestions.
 (function () {
   "use strict";
 
