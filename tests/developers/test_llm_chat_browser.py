@@ -87,6 +87,7 @@ def test_an_llm_agent_made_in_the_form_streams_its_answer_in_the_chat(
         "typed here."
     )
     expect(result).to_have_class(re.compile(r"\berror\b"))
+    expect(result).to_have_css("color", "rgb(186, 33, 33)")  # red, not a hint's grey
     page.fill("#id_settings-llm-model", "tiny-model")
     page.click("#settings-llm button.llm-check")
     expect(result).to_have_text("The server answers: 1 model(s): tiny-model.")
