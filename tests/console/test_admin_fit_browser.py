@@ -171,3 +171,27 @@ def test_a_shortened_cell_keeps_its_whole_text_and_the_last_error_is_on_screen(
             "(cells) => cells.map((cell) => cell.getBoundingClientRect().height)"
         )
         assert max(heights) < 40, heights
+
+
+def test_on_a_phone_the_admin_is_no_wider_than_the_screen_and_its_header_holds_its_parts(
+    live_server: Any, tmp_path: Path
+) -> None:
+    # At 390 px the header's parts stood side by side past the screen's edge (842 px), and the
+    # dashboard's list of apps kept a fixed 600 px.
+    operator = User.objects.create_superuser("op", "op@example.com", PASSWORD)
+    seed_long_texts(operator)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        sign_in(page, live_server.url)
+        for url in ["/admin/", "/admin/tasks/task/", "/admin/agents/agent/add/"]:
+            page.goto(f"{live_server.url}{url}")
+            screenshot(page, f"admin{url.replace('/', '-').rstrip('-')}-390", tmp_path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, (url, width)
+            header = page.locator("#header").bounding_box()
+            assert header is not None
+            for part in ("#branding", "#user-tools", "#console-nav"):
+                box = page.locator(part).bounding_box()
+                assert box is not None and box["x"] + box["width"] <= 390, (url, part, box)
+                # Inside the header, not over the page below it.
+                assert box["y"] + box["height"] <= header["y"] + header["height"], (url, part)
