@@ -9,6 +9,8 @@ temporary directory (`pytest -s` prints the path).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -122,6 +124,16 @@ def overflow(page: Page, table: str) -> dict[str, Any]:
     )
 
 
+@contextmanager
+def seeded_and_signed_in(base: str, width: int, height: int) -> Iterator[Page]:
+    """The long texts seeded, and a page of Chromium at that size signed in as the operator."""
+    seed_long_texts(User.objects.create_superuser("op", "op@example.com", PASSWORD))
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        sign_in(page, base)
+        yield page
+
+
 def assert_fits(page: Page, table: str, where: str) -> None:
     measured = overflow(page, table)
     assert measured["page"] <= 0, (where, measured)
@@ -152,11 +164,7 @@ def test_every_admin_list_and_the_dashboard_fit_1280_px(live_server: Any, tmp_pa
 def test_a_shortened_cell_keeps_its_whole_text_and_the_last_error_is_on_screen(
     live_server: Any,
 ) -> None:
-    operator = User.objects.create_superuser("op", "op@example.com", PASSWORD)
-    seed_long_texts(operator)
-    with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        sign_in(page, live_server.url)
+    with seeded_and_signed_in(live_server.url, 1280, 900) as page:
         page.goto(f"{live_server.url}/admin/push/delivery/")
         cell = page.locator("#result_list td.field-last_error .shortened")
         expect(cell).to_be_in_viewport()
@@ -178,11 +186,7 @@ def test_on_a_phone_the_admin_is_no_wider_than_the_screen_and_its_header_holds_i
 ) -> None:
     # At 390 px the header's parts stood side by side past the screen's edge (842 px), and the
     # dashboard's list of apps kept a fixed 600 px.
-    operator = User.objects.create_superuser("op", "op@example.com", PASSWORD)
-    seed_long_texts(operator)
-    with chromium() as browser:
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        sign_in(page, live_server.url)
+    with seeded_and_signed_in(live_server.url, 390, 844) as page:
         for url in ["/admin/", "/admin/tasks/task/", "/admin/agents/agent/add/"]:
             page.goto(f"{live_server.url}{url}")
             screenshot(page, f"admin{url.replace('/', '-').rstrip('-')}-390", tmp_path)
