@@ -167,7 +167,7 @@ class RedisBus(InProcessBus):
         )
         self.client = redis_clients.short_client(url)
         self.outage = outages.redis_at(url)
-        self.space = wire_name("", url)
+        self.space = channel_prefix(url)
 
     def publish(self, channel: str, message: Any, encode: Encode = as_bytes) -> None:
         self.deliver_local(channel, message)
@@ -222,7 +222,7 @@ class Listener:
     def __init__(self, url: str, outage: outages.Outage, space: str = "") -> None:
         self.client = redis_clients.subscriber_client(url)
         self.outage = outage
-        self.space = space  # before each channel's name on the server (`wire_name`)
+        self.space = space  # before each channel's name on the server (`channel_prefix`)
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self.wanted: dict[str, set[Listening]] = {}
         self.subscribed_by: dict[str, int] = {}  # channel -> its SUBSCRIBE's number
@@ -393,13 +393,18 @@ class Publisher:
                 self.outage.answered()
 
 
-def wire_name(channel: str, url: str) -> str:
-    """The name `channel` has on the Redis server of `url`. Pub/sub channels belong to the
-    server, not to one of its databases: hubs sharing a server on different databases would
-    hear each other's messages. On database N a channel is "N/" + its name; database 0's keep
-    their plain names, the ones every earlier release used."""
+def channel_prefix(url: str) -> str:
+    """What the channels' names start with on the Redis server of `url`. Pub/sub channels
+    belong to the server, not to one of its databases: hubs sharing a server on different
+    databases would hear each other's messages. On database N a channel is "N/" + its name;
+    database 0's keep their plain names, the ones every earlier release used."""
     number = int(parse_url(url).get("db") or 0)
-    return f"{number}/{channel}" if number else channel
+    return f"{number}/" if number else ""
+
+
+def wire_name(channel: str, url: str) -> str:
+    """The name `channel` has on the Redis server of `url`."""
+    return channel_prefix(url) + channel
 
 
 @cache

@@ -175,7 +175,7 @@ class LlmSettingsForm(ExecutorSettingsForm):
         return initial
 
     def clean_api_key_env(self) -> str:
-        name: str = self.cleaned_data.get("api_key_env", "").strip()
+        name: str = self.cleaned_data["api_key_env"]
         if name and not llm.ENV_NAME.match(name):
             raise forms.ValidationError(
                 "The name of an environment variable: letters, digits and underscores, not "

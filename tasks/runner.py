@@ -337,6 +337,9 @@ def claim_and_load(task_id: str, token: str) -> Claim | None:
 
 _maintenance_started = False
 _maintenance_lock = threading.Lock()
+_maintenance_stopping = threading.Event()
+_maintenance_thread: threading.Thread | None = None
+_control_heard = False  # the stop requests' subscription: once a process, not once a thread
 
 
 def ensure_maintenance() -> None:
@@ -358,11 +361,6 @@ def stop_requested(body: bytes | str) -> None:
     """A stop request on the bus: another process's comes as bytes, this process's own (a
     recovery job here, say) as it was published."""
     request_stop(body.decode() if isinstance(body, bytes) else body)
-
-
-_maintenance_stopping = threading.Event()
-_maintenance_thread: threading.Thread | None = None
-_control_heard = False
 
 
 def stop_maintenance(timeout: float = 10) -> None:

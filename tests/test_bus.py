@@ -11,7 +11,6 @@ import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import pytest
@@ -20,6 +19,7 @@ import redis
 from a2ahub import bus
 from tests.helpers import eventually
 from tests.integration.servers import RedisServer
+from tests.integration.stack import with_path
 
 pytestmark = pytest.mark.anyio
 
@@ -143,21 +143,17 @@ async def test_another_process_s_message_arrives_decoded(channel: str) -> None:
         client.close()
 
 
-def on_database(url: str, number: int) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{number}"))
-
-
 @pytest.mark.integration
 async def test_a_hub_hears_only_the_messages_of_its_own_redis_database(channel: str) -> None:
     """Redis pub/sub ignores database numbers: hubs sharing one server on different databases
     heard each other's task events and wake-ups."""
-    on_13 = bus.RedisBus(on_database(REDIS_URL, 13))
+    on_13 = bus.RedisBus(with_path(REDIS_URL, "/13"))
     heard = Heard()
     listening = await on_13.subscribe(channel, heard, decode=orjson.loads)
     client = redis.Redis.from_url(REDIS_URL)
     try:
         for number in (0, 14, 13):
-            name = bus.wire_name(channel, on_database(REDIS_URL, number))
+            name = bus.wire_name(channel, with_path(REDIS_URL, f"/{number}"))
             client.publish(name, ELSEWHERE + b" " + dumps({"database": number}))
         assert await heard.wait_for(1) == [{"database": 13}]
         await asyncio.sleep(0.2)
