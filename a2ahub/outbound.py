@@ -296,22 +296,32 @@ def _is_loopback(host: str) -> bool:
 
 
 def own_endpoints() -> frozenset[tuple[str, int]]:
-    """Every (host or address, port) where the hub's own doors answer: its origins, HOST and
-    Django's ALLOWED_HOSTS on the ports it is known by, and each loopback spelling on a port it
-    serves on loopback or on every address."""
+    """Every (host or address, port) where the hub answers: its origins, HOST and Django's
+    ALLOWED_HOSTS on the ports its doors are known by and on its other servers' ports (gRPC,
+    gRPC's metrics), and each loopback spelling on a port it serves on loopback or on every
+    address."""
     origins = _origins()
-    key = (frozenset(origins), settings.HOST, settings.PORT, tuple(settings.ALLOWED_HOSTS))
+    key = (frozenset(origins), settings.HOST, settings.PORT, tuple(settings.ALLOWED_HOSTS),
+           other_ports())  # fmt: skip
     return _endpoints_of(key)
+
+
+def other_ports() -> frozenset[int]:
+    """The ports of the hub's servers that are not its web doors: no path there is one a
+    caller may be let reach."""
+    ports = {settings.GRPC_PORT, settings.GRPC_METRICS_PORT} - {0, settings.PORT}
+    return frozenset(ports)
 
 
 @cache
 def _endpoints_of(
-    key: tuple[frozenset[Origin], str, int, tuple[str, ...]],
+    key: tuple[frozenset[Origin], str, int, tuple[str, ...], frozenset[int]],
 ) -> frozenset[tuple[str, int]]:
-    origins, host, port, allowed_hosts = key
+    origins, host, port, allowed_hosts, others = key
     ports = {port} | {origin[2] for origin in origins}
     hosts = _plain_hosts([host, *allowed_hosts])
     found = {origin[1:] for origin in origins} | {(h, p) for h in hosts for p in ports}
+    found |= {(h, p) for h, _ in list(found) for p in others}
     found |= {(name, p) for h, p in list(found) if _is_loopback(h) for name in _LOOPBACK}
     return frozenset(found)
 
@@ -411,6 +421,8 @@ def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
     normal = _normal_host(host)
     port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
     hub = names_the_hub(normal, port)
+    if hub and port in other_ports():
+        hub_paths = ()  # no path of a server other than the web doors may be reached
     trusted = (hub and bool(hub_paths)) or normal in _allowed_hosts()
     if not trusted and _is_address(normal):
         _check_addresses(host, [normal])  # a private address is refused as such first
@@ -512,7 +524,11 @@ def trusted_endpoint(host: str, port: int, may_reach_hub: bool = False) -> bool:
     (whatever the scheme: the socket reaches the same place)."""
     if _normal_host(host) in _allowed_hosts():
         return True
-    return may_reach_hub and names_the_hub(host, port)
+    return _reaches_hub_doors(host, port, may_reach_hub)
+
+
+def _reaches_hub_doors(host: str, port: int, may_reach_hub: bool) -> bool:
+    return may_reach_hub and port not in other_ports() and names_the_hub(host, port)
 
 
 def connectable(
@@ -521,7 +537,7 @@ def connectable(
     """The connect-time check of a pooled connection: the addresses it may connect to (all of
     `addresses`, the lookup's answer); raises UnsafeURL if any is not public, or reaches the
     hub under another name than the hub's own (or from a pool that may not reach it)."""
-    hub = may_reach_hub and names_the_hub(host, port)
+    hub = _reaches_hub_doors(host, port, may_reach_hub)
     return _connectable(host, port, addresses, trusted_endpoint(host, port, may_reach_hub), hub)
 
 

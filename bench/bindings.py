@@ -40,7 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,9 +263,16 @@ class Sender(Protocol):
     async def one(self, session: Any, rid: int) -> tuple[float, float]: ...
 
 
-async def closed_loop(client: Sender, args: argparse.Namespace, c: int, pids: list[int]) -> dict:
+async def closed_loop(
+    client: Sender,
+    args: argparse.Namespace,
+    c: int,
+    pids: list[int],
+    counters: Callable[[], dict[str, float]] | None = None,
+) -> dict:
     """`c` clients, each with one request in flight on its own connection (as a2a_load.py):
-    `--warmup` s unmeasured, then `--duration` s counted by when each request ends."""
+    `--warmup` s unmeasured, then `--duration` s counted by when each request ends. With
+    `counters`, what they counted over the measured window is the row's `counted`."""
     import aiohttp
 
     load = client.load
@@ -302,17 +309,23 @@ async def closed_loop(client: Sender, args: argparse.Namespace, c: int, pids: li
                         firsts.append(first)
                         ends.append(end)
 
+        counted: dict[str, float] = {}
+
         async def window() -> float:
             await asyncio.sleep(max(0.0, measure_from - time.perf_counter()))
+            before = await asyncio.to_thread(counters) if counters else {}
             probe.a, cpu = probe.sample(), time.process_time()
             await asyncio.sleep(max(0.0, until - time.perf_counter()))
             probe.b = probe.sample()
+            after = await asyncio.to_thread(counters) if counters else {}
+            counted.update({key: after[key] - before[key] for key in after})
             return time.process_time() - cpu
 
         timing = asyncio.ensure_future(window())
         await asyncio.gather(*(loop(w + 1) for w in range(c)))
         client_cpu = await timing
-    return row_of(load, args, c, firsts, ends, errors, probe.report(len(ends)), client_cpu, pids)
+    row = row_of(load, args, c, firsts, ends, errors, probe.report(len(ends)), client_cpu, pids)
+    return {**row, "counted": counted}
 
 
 def row_of(

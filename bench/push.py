@@ -119,6 +119,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=180.0,
         help="most seconds to wait for a phase's deliveries",
     )
+    p.add_argument(
+        "--no-commit-wait",
+        action="store_true",
+        help="the bench database commits without waiting for the disk (synchronous_commit off):"
+        " what the hub's CPU allows, apart from how fast this machine's disk flushes",
+    )
     hub.add_run_arguments(p, first_port=8230)
     args = p.parse_args(argv)
     args.tasks = max(1, min(args.tasks, 5000))
@@ -549,7 +555,11 @@ async def send_ratio(ctx: dict[str, Any]) -> list[dict[str, Any]]:
             client = RatioClient(load, ctx["url"], args.protocol, hook)
             print(f"  round {number}: {kind}, c={args.ratio_c}")
             row[kind] = await bindings.closed_loop(
-                client, args, args.ratio_c, [ctx["pids"]["web"], ctx["pids"]["celery"]]
+                client,
+                args,
+                args.ratio_c,
+                [ctx["pids"]["web"], ctx["pids"]["celery"]],
+                counters=lambda: database_counters(ctx["dsn"]),
             )
             if hook:
                 row["drain"] = await drain(ctx, client)
@@ -558,6 +568,30 @@ async def send_ratio(ctx: dict[str, Any]) -> list[dict[str, Any]]:
         print(f"  round {number}: {ratio_line(row)}")
         rows.append(row)
     return rows
+
+
+DATABASE_COUNTERS = """
+SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+       (SELECT wal_sync FROM pg_stat_wal)
+"""
+
+
+def database_counters(dsn: str) -> dict[str, float]:
+    """The bench database's commits and the server's WAL flushes: whether a run was bound by
+    the disk (every commit waits for a flush) rather than by the hub's CPU."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        commits, flushes = conn.execute(DATABASE_COUNTERS).fetchone()  # type: ignore[misc]
+    return {"commits": float(commits), "wal_flushes": float(flushes)}
+
+
+def commits_and_flushes(measured: dict[str, Any], args: argparse.Namespace) -> str:
+    counted, ok = measured.get("counted") or {}, measured["ok"]
+    if not counted or not ok:
+        return "-"
+    return (f"{counted['commits'] / ok:.2f}, "
+            f"{counted['wal_flushes'] / args.duration:.0f}")  # fmt: skip
 
 
 def ratio_line(row: dict[str, Any]) -> str:
@@ -569,11 +603,12 @@ def ratio_line(row: dict[str, Any]) -> str:
             + ("" if d["done"] else " (NOT ALL: drain timed out)"))  # fmt: skip
 
 
-def ratio_table(rows: list[dict[str, Any]]) -> str:
+def ratio_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = ["| round | blocking req/s | webhook req/s | ratio | p50 ms blocking / webhook "
              "| server CPU ms/req blocking / webhook | PG CPU ms/req blocking / webhook "
+             "| commits a send, WAL flushes/s blocking / webhook "
              "| deliveries (per task) | all arrived | lag after last send s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         b, w, d = r["blocking"], r["webhook"], r["drain"]
         per_task = d["deliveries"] / d["tasks"] if d["tasks"] else 0
@@ -582,6 +617,7 @@ def ratio_table(rows: list[dict[str, Any]]) -> str:
             f"| {fmt(b['end'].get('p50_ms'))} / {fmt(w['end'].get('p50_ms'))} "
             f"| {fmt(b['server_ms'], 2)} / {fmt(w['server_ms'], 2)} "
             f"| {fmt(b['pg_ms'], 2)} / {fmt(w['pg_ms'], 2)} "
+            f"| {commits_and_flushes(b, args)} / {commits_and_flushes(w, args)} "
             f"| {d['deliveries']} ({per_task:.1f}) | {'yes' if d['done'] else 'NO'} "
             f"| {fmt(d['lag_s'], 2)} |"
         )
@@ -608,7 +644,10 @@ def ratio_verdict(rows: list[dict[str, Any]]) -> str:
 def run_all(bench: hub.Bench) -> list[dict[str, Any]]:
     args = bench.args
     web_port, hook_port = [p for p in range(args.port, args.port + 50) if hub.port_free(p)][:2]
-    dsn = hub.create_database(bench, f"a2abench_push_{bench.tag}")
+    name = f"a2abench_push_{bench.tag}"
+    dsn = hub.create_database(bench, name)
+    if args.no_commit_wait:
+        hub.admin_sql(bench, f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     hub.flush_redis(bench)
     env = hub.hub_env(dsn.replace("postgresql://", "postgres://"), args.redis,
                       bench.logs / "data")  # fmt: skip
@@ -748,8 +787,9 @@ def main(argv: list[str] | None = None) -> int:
 def ratio_report(bench: hub.Bench, rows: list[dict[str, Any]], took: float) -> int:
     a = bench.args
     run = (f"{environment(bench).split('; A2A')[0]}; `{a.agent}` agent, A2A {a.protocol}, "
-           f"c={a.ratio_c}, {a.duration:g} s measured + {a.warmup:g} s warm-up a run")  # fmt: skip
-    text = "\n\n".join([f"Run: {run}", ratio_table(rows), ratio_verdict(rows)])
+           f"c={a.ratio_c}, {a.duration:g} s measured + {a.warmup:g} s warm-up a run"
+           + ("; commits not waiting for the disk" if a.no_commit_wait else ""))  # fmt: skip
+    text = "\n\n".join([f"Run: {run}", ratio_table(rows, a), ratio_verdict(rows)])
     print(f"\n{text}\n\n(total {took:.0f} s)")
     if a.markdown:
         a.markdown.write_text(f"# Non-blocking send with a webhook\n\n{text}\n")

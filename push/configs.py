@@ -64,14 +64,14 @@ def check_config(config: pb.TaskPushNotificationConfig) -> None:
 def hub_problem(url: str) -> str:
     """Why a webhook on the hub itself is refused, in the words a client acts on ("" when the
     URL does not name the hub): judged on the path as the hub routes it (`outbound.hub_path`)."""
-    from a2ahub.outbound import UnsafeURL, hub_path, names_the_hub
+    from a2ahub.outbound import UnsafeURL, hub_path, names_the_hub, other_ports
 
     parsed = urlsplit(url)
     try:
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
     except ValueError:
         return ""
-    if not parsed.hostname or not names_the_hub(parsed.hostname, port):
+    if not parsed.hostname or not names_the_hub(parsed.hostname, port) or port in other_ports():
         return ""
     try:
         hub_path(url)

@@ -78,6 +78,23 @@ def test_another_port_on_the_same_host_is_not_the_hub(hub_port: int) -> None:
     outbound.check_url(f"http://127.0.0.1:{hub_port + 1}/card.json")
 
 
+def test_the_hubs_grpc_server_is_the_hub_on_every_path(hub_port: int, settings: Settings) -> None:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Counter)) as grpc:
+        settings.GRPC_PORT = grpc.server_address[1]
+        url = f"http://localhost:{settings.GRPC_PORT}/push/inbox/t/"
+
+        for hub_paths in [(), ("/push/inbox/",)]:
+            with pytest.raises(outbound.UnsafeURL, match=SELF):
+                outbound.check_url(url, hub_paths=hub_paths)
+            with pytest.raises(outbound.UnsafeURL, match=SELF):
+                outbound.post(url, content=b"", headers={}, hub_paths=hub_paths)
+            with pytest.raises(outbound.UnsafeURL, match=SELF):
+                asyncio.run(pool_post(url, hub_paths))
+        settings.GRPC_PORT = 0
+        assert outbound.post(url, content=b"", headers={}).is_success
+    assert Counter.seen == ["/push/inbox/t/"]
+
+
 def test_a_name_resolving_to_the_hubs_address_is_refused_when_connecting(
     hub_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

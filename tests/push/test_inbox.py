@@ -145,3 +145,21 @@ def test_the_hubs_own_origin_outside_the_inbox_is_refused_as_a_webhook(
     assert "url" in error["message"]
     problem = "on this hub, only its webhook inbox may receive deliveries"
     assert error == invalid_params(version, "url", problem)
+
+
+@pytest.mark.parametrize("port", ["GRPC_PORT", "GRPC_METRICS_PORT"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_hubs_grpc_ports_are_refused_as_a_webhook_even_at_the_inbox_path(
+    caller: Caller, pusher: Agent, inbox: WebhookInbox, settings: Any, version: str, port: str
+) -> None:
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.GRPC_PORT, settings.GRPC_METRICS_PORT = settings.PORT + 1, settings.PORT + 2
+    task = caller.send("pusher", V1)
+    url = f"http://{settings.HOST}:{getattr(settings, port)}/push/inbox/{inbox.token}/"
+
+    error = caller.error("pusher", version, "create_config", create_params(
+        version, task["id"], webhook(version, url)))  # fmt: skip
+
+    assert error == invalid_params(version, "url", (
+        f"{url!r} points at this hub itself; the hub does not call its own doors (a card or "
+        "backend naming the hub would make every call call the hub again)"))  # fmt: skip
