@@ -1,14 +1,15 @@
 """ASGI entry point: Channels' protocol router, HTTP and WebSocket.
 
 HTTP is Django (static files included, so one process is a whole hub), except the A2A
-doors (JSON-RPC and HTTP+JSON, per agent and shared: `protocol.routes`) and the MCP door
-(`/mcp`: `protocol.mcp_door`, the `mcp` SDK's own ASGI transport), which skip Django's
-handler and the site's middleware (`protocol.asgi`): they use no sessions, CSRF or messages,
-and under ASGI each of those costs thread hops on the hottest path. WebSocket
-routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the session's
-user, the allowed hosts and the hub's own origin (scheme, host and port:
-`a2ahub.socket_origin`). A process serving this application says it is
-alive (`a2ahub.processes`), as a web process.
+doors (JSON-RPC and HTTP+JSON, per agent and shared: `protocol.routes`), the MCP door
+(`/mcp`: `protocol.mcp_door`, the `mcp` SDK's own ASGI transport) and the operator's probes
+(`a2ahub.probes`), which skip Django's handler and the site's middleware (`protocol.asgi`):
+they use no sessions, CSRF or messages, and under ASGI each of those costs thread hops on the
+hottest path; a probe also comes addressed to a pod's address, which no ALLOWED_HOSTS lists.
+WebSocket routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the
+session's user, the allowed hosts and the hub's own origin (scheme, host and port:
+`a2ahub.socket_origin`). A process serving this application says it is alive
+(`a2ahub.processes`), as a web process.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from a2ahub import body_limit, interpreter, processes  # noqa: E402
+from a2ahub import body_limit, interpreter, probes, processes  # noqa: E402
 from a2ahub.routing import routes  # noqa: E402
 from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
@@ -67,6 +68,8 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
         await doors.serve(scope, receive, send, route)
     elif mcp_door.is_mcp(path):
         await mcp_application(scope, receive, send)
+    elif path in probes.PATHS:
+        await probes.serve(scope, receive, send)
     else:
         await site_application(scope, receive, send)
 

@@ -1,6 +1,6 @@
-"""The hub's URL map: home and developer pages, admin, hub-wide well-known documents, the
-operator's probes (health, readiness, metrics), agents' cards and the registry. The A2A doors
-are not here: they have their own route table, in front of Django (`protocol.routes`)."""
+"""The hub's URL map: home and developer pages, admin, hub-wide well-known documents, agents'
+cards and the registry. The A2A doors are not here: they have their own route table, in front
+of Django (`protocol.routes`), and so have the operator's probes (`a2ahub.probes`)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,6 @@ urlpatterns = [
     path("mcp/server-card", mcp_card.card),
     path(".well-known/jwks.json", hub_views.jwks, name="jwks"),
     path("favicon.ico", hub_views.favicon, name="favicon"),
-    path("healthz", hub_views.healthz, name="healthz"),
-    path("readyz", hub_views.readyz, name="readyz"),
-    path("metrics", hub_views.prometheus, name="metrics"),
     path("", include("agents.oauth_views")),
     path("agents/", include("agents.urls")),
     path("push/", include("push.urls")),

@@ -224,7 +224,8 @@ def encoded(data: Any, content_type: str) -> bytes:
 
 def header_fields(headers: dict[str, str] | None, content_type: str | None,
                   extra: dict[str, str]) -> dict[str, str]:  # fmt: skip
-    """Request headers, taken from `headers` and from Django's `HTTP_*` keywords."""
+    """Request headers, taken from `headers` and from Django's `HTTP_*` keywords (and
+    `REMOTE_ADDR`, taken out before: the caller's address)."""
     fields = {"Content-Type": content_type} if content_type else {}
     for name, value in extra.items():
         assert name.startswith("HTTP_"), f"{name}: only HTTP_* keywords name headers"
@@ -250,10 +251,14 @@ class Client:
                  extra: dict[str, str]) -> tuple[dict[str, Any], bytes]:  # fmt: skip
         """The scope and body of a request given in the shapes of Django's test client."""
         body = encoded(data, content_type or "")
+        address = extra.pop("REMOTE_ADDR", None)
         fields = header_fields(headers, content_type, extra)
         if self.cookies:
             fields["Cookie"] = self.cookies
-        return scope_of(method, path, query, fields, body), body
+        scope = scope_of(method, path, query, fields, body)
+        if address is not None:
+            scope["client"] = (address, 50000)
+        return scope, body
 
 
 class Door(Client):

@@ -84,3 +84,16 @@ def test_a_client_claiming_https_is_not_believed_without_the_setting(tmp_path: P
                           text=True, timeout=60, check=True)  # fmt: skip
 
     assert done.stdout.strip() == "False"
+
+
+def test_probes_answer_a_pods_address_over_plain_http(https_hub: tuple[str, str]) -> None:
+    """The kubelet and Prometheus ask the pod itself: by its address, over plain HTTP, with
+    no proxy's headers. The probes answer; the site refuses that host."""
+    base, _ = https_hub
+    pod = {"Host": "10.244.1.7:8000"}
+    with httpx.Client(base_url=base, headers=pod) as http:
+        assert http.get("/healthz").json() == {"status": "ok"}
+        ready = http.get("/readyz")
+        assert (ready.status_code, ready.json()["status"]) == (200, "ready")
+        assert http.get("/metrics").text.startswith("# HELP")
+        assert http.get("/").status_code == 400

@@ -1,6 +1,6 @@
 """Every answer names its request in `X-Request-ID`: the caller's own id when it is sane, a new
 one when there is none or it is not (too long, or with characters that could forge a log
-line), on the pages and probes Django serves and on the A2A doors the ASGI app serves itself."""
+line), on the pages Django serves and on the A2A doors and probes the ASGI app serves itself."""
 
 from __future__ import annotations
 
@@ -26,20 +26,20 @@ HOSTILE = ["two words", 'a"quote', "a" * 129, "ünïcode", "semi;colon\r\nX-Evil
 
 def test_a_page_echoes_the_callers_request_id(client: Client) -> None:
     for sent in SANE:
-        response = client.get("/healthz", headers={"X-Request-ID": sent})
+        response = client.get("/favicon.ico", headers={"X-Request-ID": sent})
         assert response["X-Request-ID"] == sent
 
 
 def test_a_page_asked_without_one_answers_with_a_new_id_each_time(client: Client) -> None:
-    first = client.get("/healthz")["X-Request-ID"]
-    second = client.get("/healthz")["X-Request-ID"]
+    first = client.get("/favicon.ico")["X-Request-ID"]
+    second = client.get("/favicon.ico")["X-Request-ID"]
     assert NEW_ID.fullmatch(first) and NEW_ID.fullmatch(second)
     assert first != second
 
 
 @pytest.mark.parametrize("sent", HOSTILE)
 def test_a_hostile_request_id_is_replaced(client: Client, sent: str) -> None:
-    answered = client.get("/healthz", headers={"X-Request-ID": sent})["X-Request-ID"]
+    answered = client.get("/favicon.ico", headers={"X-Request-ID": sent})["X-Request-ID"]
     assert NEW_ID.fullmatch(answered)
 
 
@@ -99,5 +99,7 @@ async def test_streams_refusals_and_rest_answers_carry_it_too(
 async def test_pages_served_through_the_asgi_app_echo_it(served: None) -> None:
     probe = await call(http_scope("/healthz", "GET", {"x-request-id": "probe-1"}))
     assert (probe.status, probe.headers["x-request-id"]) == (200, "probe-1")
+    page = await call(http_scope("/favicon.ico", "GET", {"x-request-id": "page-1"}))
+    assert (page.status, page.headers["x-request-id"]) == (301, "page-1")
     missing = await call(http_scope("/nowhere", "GET"))
     assert missing.status == 404 and NEW_ID.fullmatch(missing.headers["x-request-id"])

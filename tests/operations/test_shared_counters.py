@@ -9,10 +9,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from django.test import Client
 from pytest_django.fixtures import Settings
 
 from a2ahub import metrics, worker
+from tests.door_client import Door
 from tests.helpers import eventually, free_port
 from tests.operations.metered import sample
 
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db
 ATTEMPTS = "a2ahub_push_attempts_total"
 
 
-def scrape(client: Client) -> str:
-    response = client.get("/metrics")
+def scrape(door: Door) -> str:
+    response = door.get("/metrics")
     assert response.status_code == 200
     return response.content.decode()
 
@@ -56,20 +56,18 @@ def count_from_threads(label: str, threads: int, batches: int) -> None:
         thread.join()
 
 
-def test_embedded_counts_from_every_thread_are_shown_exactly(
-    client: Client, embedded: None
-) -> None:
+def test_embedded_counts_from_every_thread_are_shown_exactly(door: Door, embedded: None) -> None:
     label = outcome()
     count_from_threads(label, threads=4, batches=250)
-    assert sample(scrape(client), ATTEMPTS, outcome=label) == 4 * 250 * 3
+    assert sample(scrape(door), ATTEMPTS, outcome=label) == 4 * 250 * 3
 
 
 def test_distributed_counts_are_kept_in_redis_and_shown_exactly(
-    client: Client, distributed: None
+    door: Door, distributed: None
 ) -> None:
     label = outcome()
     count_from_threads(label, threads=4, batches=50)
-    assert sample(scrape(client), ATTEMPTS, outcome=label) == 4 * 50 * 3
+    assert sample(scrape(door), ATTEMPTS, outcome=label) == 4 * 50 * 3
 
 
 def test_a_count_with_other_labels_than_declared_is_refused() -> None:
@@ -78,11 +76,11 @@ def test_a_count_with_other_labels_than_declared_is_refused() -> None:
 
 
 def test_while_redis_is_away_counting_does_not_fail_and_metrics_still_answer(
-    client: Client, settings: Settings
+    door: Door, settings: Settings
 ) -> None:
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     metrics.shared_count("a2ahub_push_attempts", {"outcome": "delivered"})
-    text = scrape(client)
+    text = scrape(door)
     assert "a2ahub_requests" in text
     assert "a2ahub_jobs_waiting" not in text
 
@@ -109,12 +107,10 @@ def held_pool(embedded: None) -> Iterator[threading.Event]:
 
 
 def test_embedded_jobs_waiting_are_the_in_process_pools_backlog(
-    client: Client, held_pool: threading.Event
+    door: Door, held_pool: threading.Event
 ) -> None:
     for _ in range(3):
         worker.submit(lambda: None)
-    assert sample(scrape(client), "a2ahub_jobs_waiting", queue="in-process") == 3
+    assert sample(scrape(door), "a2ahub_jobs_waiting", queue="in-process") == 3
     held_pool.set()
-    assert eventually(
-        lambda: sample(scrape(client), "a2ahub_jobs_waiting", queue="in-process") == 0
-    )
+    assert eventually(lambda: sample(scrape(door), "a2ahub_jobs_waiting", queue="in-process") == 0)
