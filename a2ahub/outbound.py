@@ -548,8 +548,12 @@ class _Deadline:
     """One time limit for the whole call; every socket operation gets what is left of it."""
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.restart()
+
+    def restart(self) -> None:
         self.started = time.monotonic()
-        self.end = self.started + seconds
+        self.end = self.started + self.seconds
 
     def clamp(self, timeout: float | None, error: type[Exception]) -> float:
         remaining = self.end - time.monotonic()
@@ -850,6 +854,25 @@ async def _stream(
             yield StreamingResponse(response, deadline, max_bytes)
         finally:
             await response.aclose()
+
+
+class KeptClient:
+    """A guarded client for one origin that keeps its connections open between requests, for
+    one request at a time: each `begin` judges the request's URL as `async_client` judges its
+    own, and gives the request the whole time limit. The caller closes it."""
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.origin = origin_of(url)
+        self.deadline = _Deadline(timeout)
+        transport = _AsyncTransport(_target(url), self.deadline)
+        self.http = httpx.AsyncClient(transport=transport, **_client_options(timeout))
+
+    def begin(self, url: str) -> httpx.AsyncClient:
+        if origin_of(url) != self.origin:
+            raise ValueError(f"{url} is not on {self.origin}")
+        _target(url)
+        self.deadline.restart()
+        return self.http
 
 
 def async_client(

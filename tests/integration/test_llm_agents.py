@@ -2,8 +2,9 @@
 on 127.0.0.1 (real HTTP, SSE `chat.completion.chunk` frames scripted per test) and a real MCP
 server (the official SDK's, Streamable HTTP): the answer streams chunk by chunk, tools (a
 hosted agent, an MCP tool) are called and their results reach the model, `ask_user` asks and
-the reply continues the task, a cancel stops the model's stream, usage is kept and counted,
-and each failure ends the task saying which and why."""
+the reply continues the task, a turn's model calls share one connection, a cancel stops the
+model's stream, usage is kept and counted, and each failure ends the task saying which and
+why."""
 
 from __future__ import annotations
 
@@ -166,6 +167,21 @@ def test_bad_tool_arguments_are_answered_to_the_model_which_tries_again(
     assert answers[0].startswith("error: the arguments are not JSON"), answers
     assert answers[1].startswith("error:") and "query" in answers[1], answers
     assert answers[2] == "found 2 pages about owls"
+
+
+def test_a_turns_model_calls_share_one_connection(hub: Hub, models: ModelServer) -> None:
+    """Each tool round asks the model again; over TLS a new connection each time would cost a
+    handshake each time."""
+    slug, model = agent(hub, models, agents=["echo"])
+    call = Tools([("agent_echo", '{"message": "again"}')])
+    models.script(model, call, call, Text(["Echoed twice."]))
+    before = models.connections
+
+    task = send(hub.web_a, slug, "Echo twice")
+
+    assert state(task) == "completed", task
+    assert len(models.seen[model]) == 3
+    assert models.connections - before == 1
 
 
 def test_ask_user_asks_and_the_reply_continues_the_task(hub: Hub, models: ModelServer) -> None:

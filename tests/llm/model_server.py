@@ -72,6 +72,7 @@ class ModelServer:
     hung_up: dict[str, threading.Event] = field(
         default_factory=lambda: defaultdict(threading.Event)
     )
+    connections: int = 0  # accepted so far
 
     @property
     def url(self) -> str:
@@ -97,6 +98,10 @@ class Quiet(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.owner.connections += 1
+        super().process_request(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -143,18 +148,26 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def open_stream(self) -> None:
+        # Chunked, as model servers stream: the connection can serve the next request.
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.close_connection = True
+
+    def write(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def stream_raw(self, frames: list[str]) -> None:
         self.open_stream()
         for frame in frames:
-            self.wfile.write(frame.encode())
-            self.wfile.flush()
+            self.write(frame.encode())
+        self.end_stream()
 
     def frame(self, model: str, delta: dict[str, Any], finish: str | None = None,
               usage: tuple[int, int] | None = None) -> None:  # fmt: skip
@@ -167,8 +180,7 @@ class Handler(BaseHTTPRequestHandler):
             chunk["choices"] = []
             chunk["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
                               "total_tokens": sum(usage)}  # fmt: skip
-        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.flush()
+        self.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
     def stream(self, model: str, reply: Text | Tools) -> None:
         self.open_stream()
@@ -200,17 +212,17 @@ class Handler(BaseHTTPRequestHandler):
                     self.frame(model, {"tool_calls": [rest]})
                 self.frame(model, {}, "tool_calls")
             self.frame(model, {}, usage=reply.usage)
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
+            self.write(b"data: [DONE]\n\n")
+            self.end_stream()
         except OSError:
             self.server.owner.hung_up[model].set()
 
     def hold(self, model: str) -> None:
         deadline = time.monotonic() + 30
+        self.close_connection = True  # the stream never ends: its connection does
         try:
             while time.monotonic() < deadline:
                 time.sleep(0.05)
-                self.wfile.write(b": still thinking\n\n")
-                self.wfile.flush()
+                self.write(b": still thinking\n\n")
         except OSError:
             self.server.owner.hung_up[model].set()
