@@ -594,6 +594,13 @@ def commits_and_flushes(measured: dict[str, Any], args: argparse.Namespace) -> s
             f"{counted['wal_flushes'] / args.duration:.0f}")  # fmt: skip
 
 
+def split(measured: dict[str, Any]) -> str:
+    web, server = measured.get("web_ms"), measured.get("server_ms")
+    if web is None or server is None:
+        return "-"
+    return f"{web:.2f} + {server - web:.2f}"
+
+
 def ratio_line(row: dict[str, Any]) -> str:
     b, w, d = row["blocking"], row["webhook"], row["drain"]
     return (f"blocking {b['rps']:.1f}/s ({b['errors']} errors), non-blocking with a webhook "
@@ -605,7 +612,8 @@ def ratio_line(row: dict[str, Any]) -> str:
 
 def ratio_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = ["| round | blocking req/s | webhook req/s | ratio | p50 ms blocking / webhook "
-             "| server CPU ms/req blocking / webhook | PG CPU ms/req blocking / webhook "
+             "| server CPU ms/req blocking / webhook (web + worker) "
+             "| PG CPU ms/req blocking / webhook "
              "| commits a send, WAL flushes/s blocking / webhook "
              "| deliveries (per task) | all arrived | lag after last send s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -615,7 +623,7 @@ def ratio_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         lines.append(
             f"| {r['round']} | {b['rps']:.1f} | {w['rps']:.1f} | {fmt(r['ratio'], 2)}x "
             f"| {fmt(b['end'].get('p50_ms'))} / {fmt(w['end'].get('p50_ms'))} "
-            f"| {fmt(b['server_ms'], 2)} / {fmt(w['server_ms'], 2)} "
+            f"| {fmt(b['server_ms'], 2)} / {fmt(w['server_ms'], 2)} ({split(w)}) "
             f"| {fmt(b['pg_ms'], 2)} / {fmt(w['pg_ms'], 2)} "
             f"| {commits_and_flushes(b, args)} / {commits_and_flushes(w, args)} "
             f"| {d['deliveries']} ({per_task:.1f}) | {'yes' if d['done'] else 'NO'} "
