@@ -1,9 +1,10 @@
-"""How long a 10 MB request holds the web process: the longest wait of `/healthz` while it is
-served.
+"""How long a 10 MB request holds the web process: the longest wait of `/healthz`, and of a
+small A2A `GetTask`, while it is served.
 
 It starts the distributed hub with bench/run.py's machinery (PostgreSQL, Redis, a migrated
 and seeded database, one daphne web process; the `echo` agent answers inline, so no worker)
-and a probe in a process of its own that asks `/healthz` every 20 ms and notes each wait. The
+and a probe in a process of its own that asks, in turn, `/healthz` and a JSON-RPC `GetTask` of
+a small task (the door, its database pool) every 20 ms and notes each wait. The
 client then sends, one after another, blocking 1.0 `SendMessage`s of just under 10 MB (the
 default request limit) to `echo`, which answers with all of it: each shape `--sends` times.
 
@@ -11,8 +12,8 @@ default request limit) to `echo`, which answers with all of it: each shape `--se
     python bench/big_bodies.py --sends 10 --markdown out.md
 
 Shapes: ten text parts of 0.95 MB, one text part of 9.5 MB, and one data part holding a list
-of 100,000 short strings. The report gives, per shape, the send's median time and the probe's
-median, p99 and longest wait while the sends ran, beside its waits with nothing sent.
+of 100,000 short strings. The report gives, per shape, the send's median time and the probes'
+median, p99 and longest waits while the sends ran, beside their waits with nothing sent.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     hub.add_service_arguments(p, redis_db=6)
     p.add_argument("--sends", type=int, default=5, help="sends of each shape")
     p.add_argument("--probe", help=argparse.SUPPRESS)  # the probe's own process: its base URL
+    p.add_argument("--probe-task", help=argparse.SUPPRESS)  # and the task it asks for
     hub.add_run_arguments(p, first_port=8370)
     return p.parse_args(argv)
 
@@ -49,39 +51,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # -- the probe (its own process, so the client never holds its GIL) ---------------------------
 
 
-def probe(base: str) -> None:
-    """GET /healthz one after another, printing each wait in ms (an error as -1)."""
+PROBES = ("/healthz", "GetTask")
+
+
+def probe(base: str, task_id: str) -> None:
+    """Ask /healthz and GetTask in turn, printing each wait in ms (an error as -1)."""
     import http.client
 
     host, port = base.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                       "params": {"id": task_id}}).encode()  # fmt: skip
+    headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
     while True:
-        started = time.monotonic()
-        try:
-            connection.request("GET", "/healthz")
-            answer = connection.getresponse()
-            answer.read()
-            wait = (time.monotonic() - started) * 1000 if answer.status == 200 else -1
-        except OSError:
-            connection.close()
-            wait = -1
-        print(f"{time.time():.4f} {wait:.2f}", flush=True)
-        time.sleep(PROBE_GAP)
+        for kind in PROBES:
+            started = time.monotonic()
+            try:
+                if kind == "GetTask":
+                    connection.request("POST", "/agents/echo/jsonrpc/", body, headers)
+                else:
+                    connection.request("GET", kind)
+                answer = connection.getresponse()
+                data = answer.read()
+                good = answer.status == 200 and (kind != "GetTask" or b'"result"' in data)
+                wait = (time.monotonic() - started) * 1000 if good else -1
+            except OSError:
+                connection.close()
+                wait = -1
+            print(f"{time.time():.4f} {kind} {wait:.2f}", flush=True)
+            time.sleep(PROBE_GAP / 2)
 
 
-def start_probe(bench: hub.Bench, base: str) -> subprocess.Popen[str]:
-    command = [sys.executable, __file__, "--probe", base]
+def start_probe(bench: hub.Bench, base: str, task_id: str) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, "--probe", base, "--probe-task", task_id]
     out = open(bench.logs / "probe.txt", "w")  # noqa: SIM115 (lives as long as the probe)
     return subprocess.Popen(command, stdout=out, text=True)
 
 
-def waits_between(bench: hub.Bench, start: float, end: float) -> list[float]:
-    waits = []
+def waits_between(bench: hub.Bench, start: float, end: float) -> dict[str, list[float]]:
+    waits: dict[str, list[float]] = {kind: [] for kind in PROBES}
     for line in (bench.logs / "probe.txt").read_text().splitlines():
-        at, wait = (float(value) for value in line.split())
+        at, kind, wait = line.split()
         # A probe that started before `end` and answered after it waited within the window.
-        if start <= at - max(wait, 0) / 1000 <= end:
-            waits.append(wait)
+        if start <= float(at) - max(float(wait), 0) / 1000 <= end:
+            waits[kind].append(float(wait))
     return waits
 
 
@@ -96,7 +109,7 @@ def shapes() -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def send(url: str, parts: list[dict[str, Any]]) -> float:
+def send(url: str, parts: list[dict[str, Any]]) -> tuple[float, str]:
     message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
                        "params": {"message": message}}).encode()  # fmt: skip
@@ -109,10 +122,10 @@ def send(url: str, parts: list[dict[str, Any]]) -> float:
         result = json.loads(answer.read())["result"]
     if result["task"]["status"]["state"] != "TASK_STATE_COMPLETED":
         raise RuntimeError(f"the send ended {result['task']['status']['state']}")
-    return time.monotonic() - started
+    return time.monotonic() - started, result["task"]["id"]
 
 
-def run_all(bench: hub.Bench) -> list[tuple[str, list[float], list[float]]]:
+def run_all(bench: hub.Bench) -> list[tuple[str, list[float], dict[str, list[float]]]]:
     args = bench.args
     port = next(p for p in range(args.port, args.port + 50) if hub.port_free(p))
     url = hub.create_database(bench, f"a2abench_big_{bench.tag}")
@@ -124,9 +137,9 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], list[float]]]:
     bench.start("web", hub.hub_web_command("hub-daphne", port), env, hub.REPO)
     hub.wait_http(bench, "web", f"{base}/agents/echo/.well-known/agent-card.json")
     endpoint = f"{base}/agents/echo/jsonrpc/"
-    send(endpoint, [{"text": "warm"}])
-    prober = start_probe(bench, base)
-    rows = []
+    _, small = send(endpoint, [{"text": "warm"}])
+    prober = start_probe(bench, base, small)
+    rows: list[tuple[str, list[float], dict[str, list[float]]]] = []
     try:
         time.sleep(3)
         rows.append(("nothing sent", [], waits_between(bench, time.time() - 2.5, time.time())))
@@ -134,7 +147,7 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], list[float]]]:
             print(f"== {name}")
             started, took = time.time(), []
             for _ in range(args.sends):
-                took.append(send(endpoint, parts))
+                took.append(send(endpoint, parts)[0])
                 bench.check_alive("web")
             time.sleep(0.2)
             rows.append((name, took, waits_between(bench, started, time.time())))
@@ -144,21 +157,27 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], list[float]]]:
     return rows
 
 
-def report(rows: list[tuple[str, list[float], list[float]]], sends: int) -> str:
+def report(rows: list[tuple[str, list[float], dict[str, list[float]]]], sends: int) -> str:
     lines = [
         f"Blocking 1.0 `SendMessage` to the inline `echo` agent, {sends} sends a shape, one at a "
-        f"time; `/healthz` asked every {PROBE_GAP * 1000:.0f} ms from another process.",
+        f"time; `/healthz` and a small `GetTask` asked in turn, each every "
+        f"{PROBE_GAP * 1000:.0f} ms, from another process.",
         "",
-        "| body | send s (median) | /healthz wait ms: median | p99 | longest | errors |",
-        "|---|---|---|---|---|---|",
+        "| body | send s (median) | /healthz wait ms: median | p99 | longest "
+        "| GetTask wait ms: median | p99 | longest | errors |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, took, waits in rows:
-        good = sorted(w for w in waits if w >= 0)
-        p99 = good[min(len(good) - 1, int(len(good) * 0.99))] if good else None
+        cells, errors = [], 0
+        for kind in PROBES:
+            good = sorted(w for w in waits[kind] if w >= 0)
+            errors += len(waits[kind]) - len(good)
+            p99 = good[min(len(good) - 1, int(len(good) * 0.99))] if good else None
+            cells.append(f"{hub.fmt(statistics.median(good) if good else None)} "
+                         f"| {hub.fmt(p99)} | {hub.fmt(good[-1] if good else None)}")  # fmt: skip
         lines.append(
             f"| {name} | {hub.fmt(statistics.median(took), 2) if took else '-'} "
-            f"| {hub.fmt(statistics.median(good) if good else None)} | {hub.fmt(p99)} "
-            f"| {hub.fmt(good[-1] if good else None)} | {len(waits) - len(good)} |"
+            f"| {' | '.join(cells)} | {errors} |"
         )
     return "\n".join(lines)
 
@@ -174,7 +193,7 @@ def environment() -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.probe:
-        probe(args.probe)
+        probe(args.probe, args.probe_task)
         return 0
     started = time.monotonic()
     with hub.bench_session(args, "a2ahub-bench-big-", pin=False) as bench:

@@ -181,6 +181,7 @@ def load_push(template: str, first: int, last: int, start: dt.datetime) -> None:
     created = "%(start)s::timestamptz + n * interval '1 second'"
     config = insert_select(PushNotificationConfig, {
         "config_id": "'hook'", "url": "'http://127.0.0.1:9/hook'", "token": "''",
+        "origin": "'http://127.0.0.1:9'",
         "auth_scheme": "''", "auth_credentials": "''", "protocol_version": "'1.0'",
         "active": "mod(n, 1000) <> 0", "disabled_reason": "''", "last_error": "''",
         "lease_until": "NULL", "created_at": created, "updated_at": created,
