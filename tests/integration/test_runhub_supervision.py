@@ -160,7 +160,9 @@ def test_the_turns_a_killed_worker_held_are_queued_again_and_its_running_ones_fa
     turns are failed within ~10 s, and the turns it had taken but not started run on the
     worker runhub starts in its place as soon as that one is up, not after
     TASK_STALE_SECONDS."""
-    turns = [send(hub, "slow", "12") for _ in range(2 * WORKERS * THREADS)]
+    # Long enough that no turn ends while a busy machine is still filling the workers: the
+    # test cancels them all at the end.
+    turns = [send(hub, "slow", "60") for _ in range(2 * WORKERS * THREADS)]
     assert eventually(lambda: sum(queued(hub, t) for t in turns) == WORKERS * THREADS, 20)
     victim = int(next(row(hub, t)[1] for t in turns if not queued(hub, t)).rsplit(":", 1)[1])
     # (Waiting, not measured: the victim takes its prefetch as soon as a busy machine lets it.)

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.utils import timezone
 
 from a2ahub import asyncdb
@@ -24,6 +23,7 @@ from push import claims, engine, jobs, outbox, outcomes
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
 from push.outcomes import Outcome
 from tasks.models import Task
+from tests.door_client import Door
 from tests.factories.push import webhook
 from tests.factories.tasks import open_task
 from tests.factories.versions import V1
@@ -161,8 +161,8 @@ def test_one_batch_leaves_each_kind_of_outcome_as_it_should(pusher: Agent) -> No
     assert not PushNotificationConfig.objects.filter(lease_until__isnull=False).exists()
 
 
-def attempts_counted(client: Client) -> dict[str, int]:
-    response = client.get("/metrics")
+def attempts_counted(door: Door) -> dict[str, int]:
+    response = door.get("/metrics")
     assert response.status_code == 200
     found = re.findall(
         r'^a2ahub_push_attempts_total\{outcome="(\w+)"\} ([0-9.e+]+)$',
@@ -173,9 +173,9 @@ def attempts_counted(client: Client) -> dict[str, int]:
 
 
 def test_the_attempts_counter_moves_by_exactly_the_attempts_made(
-    caller: Caller, pusher: Agent, client: Client
+    caller: Caller, pusher: Agent, door: Door
 ) -> None:
-    before = attempts_counted(client)
+    before = attempts_counted(door)
     receiver = Receiver(Behaviour(fail_first=2, fail_status=503))
     try:
         task = caller.send("pusher", V1, push=webhook(V1, receiver.url))
@@ -187,7 +187,7 @@ def test_the_attempts_counter_moves_by_exactly_the_attempts_made(
     finally:
         receiver.down()
 
-    after = attempts_counted(client)
+    after = attempts_counted(door)
     moved = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     assert {k: n for k, n in moved.items() if n} == {"delivered": EVENTS, "retry": 2}
     assert DeliveryAttempt.objects.filter(delivery__config__task_id=task["id"]).count() == 6
@@ -246,8 +246,8 @@ async def replace_door_connections() -> None:
     await (await asyncdb.pool()).expire_connections()
 
 
-def wakeups_counted(client: Client) -> dict[str, int]:
-    response = client.get("/metrics")
+def wakeups_counted(door: Door) -> dict[str, int]:
+    response = door.get("/metrics")
     found = re.findall(
         r'^a2ahub_push_wakeups_total\{outcome="(\w+)"\} ([0-9.e+]+)$',
         response.content.decode(),
@@ -261,21 +261,21 @@ def moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 
 
 def test_a_wake_up_for_a_task_whose_queue_the_engine_works_makes_no_claim(
-    caller: Caller, pusher: Agent, client: Client
+    caller: Caller, pusher: Agent, door: Door
 ) -> None:
     slow = HeldReceiver()
     try:
         task = caller.send("pusher", V1, push=webhook(V1, slow.url))
         slow.wait_for(1, accepted=False)  # the engine works the task's queue: one in flight
         time.sleep(3 * engine.COUNT_EVERY_SECONDS)  # the send's own wake-ups are counted
-        before = wakeups_counted(client)
+        before = wakeups_counted(door)
 
         for _ in range(3):
             outbox.wake_engines(task["id"])
 
-        assert eventually(lambda: moved(before, wakeups_counted(client)).get("held") == 3)
+        assert eventually(lambda: moved(before, wakeups_counted(door)).get("held") == 3)
         time.sleep(3 * engine.COUNT_EVERY_SECONDS)
-        assert moved(before, wakeups_counted(client)) == {"held": 3}  # no claim, found or not
+        assert moved(before, wakeups_counted(door)) == {"held": 3}  # no claim, found or not
         slow.answer_all.set()
         assert sequences_of(slow.wait_for(EVENTS)) == [1, 2, 3, 4]  # and nothing was missed
     finally:
@@ -284,17 +284,17 @@ def test_a_wake_up_for_a_task_whose_queue_the_engine_works_makes_no_claim(
 
 
 def test_a_wake_up_that_found_nothing_to_send_shows_in_the_metrics(
-    pusher: Agent, client: Client
+    pusher: Agent, door: Door
 ) -> None:
     task = open_task(pusher)  # no webhook: nothing to deliver
     outbox.wake_engines(str(task.id))  # the engine starts, and claims whatever is due
-    assert eventually(lambda: wakeups_counted(client).get("empty", 0) > 0)
+    assert eventually(lambda: wakeups_counted(door).get("empty", 0) > 0)
     time.sleep(3 * engine.COUNT_EVERY_SECONDS)
-    before = wakeups_counted(client)
+    before = wakeups_counted(door)
 
     outbox.wake_engines(str(task.id))
 
-    assert eventually(lambda: moved(before, wakeups_counted(client)) == {"empty": 1})
+    assert eventually(lambda: moved(before, wakeups_counted(door)) == {"empty": 1})
 
 
 @pytest.fixture
