@@ -44,6 +44,7 @@ class _Body(httpx2.AsyncByteStream):
         # read what follows their last event), and what is left is drained from it.
         self.raw = response.aiter_raw()
         self.read = 0
+        self.closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -60,6 +61,9 @@ class _Body(httpx2.AsyncByteStream):
             raise httpx2.ReadError(str(exc) or type(exc).__name__, request=self.request) from exc
 
     async def aclose(self) -> None:
+        if self.closed:  # its client may already serve another request
+            return
+        self.closed = True
         try:
             await self.drain()
             await self.response.aclose()

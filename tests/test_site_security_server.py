@@ -19,9 +19,11 @@ PUBLIC = "https://hub.example.com"
 PROXIED = {"Host": "hub.example.com", "X-Forwarded-Proto": "https"}
 
 
-@pytest.fixture
-def https_hub(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    env = embedded_env(tmp_path) | {"PUBLIC_BASE_URL": PUBLIC, "TRUST_X_FORWARDED_PROTO": "1"}
+@pytest.fixture(scope="module")
+def https_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """One server for the module's tests: none of them changes what another reads."""
+    env = embedded_env(tmp_path_factory.mktemp("https-hub")) | {
+        "PUBLIC_BASE_URL": PUBLIC, "TRUST_X_FORWARDED_PROTO": "1"}  # fmt: skip
     manage("migrate", "--noinput", env=env)
     password = re.search(r"password '([^']+)'", manage("seed_demo", env=env).stdout)
     assert password is not None
