@@ -15,12 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
 from a2a.types import a2a_pb2 as pb
-from a2a.types import a2a_pb2_grpc
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from google.protobuf import empty_pb2
@@ -224,8 +224,14 @@ def stream_response(item: StreamItem) -> pb.StreamResponse | None:
         raise internal_error(exc) from None
 
 
-class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
-    """Every method of the 1.0 service, each through `unary` or `streamed`."""
+class A2AGrpcDoor:
+    """Every method of the 1.0 service, each through `unary` or `streamed` (the server tells
+    a streaming method by its kind: an async generator, as `streamed` is)."""
+
+    def __init__(self, service: Any) -> None:
+        for rpc in service.methods:
+            door = self.streamed if rpc.server_streaming else self.unary
+            setattr(self, rpc.name, partial(door, rpc.name))
 
     async def unary(self, name: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ex = Exchange(name)
@@ -289,43 +295,6 @@ class A2AGrpcDoor(a2a_pb2_grpc.A2AServiceServicer):
         if refusal is not None:
             await end_with(context, refusal)
 
-    # The service's methods, by their proto names.
-    async def SendMessage(self, request: Any, context: Any) -> Any:
-        return await self.unary("SendMessage", request, context)
-
-    async def GetTask(self, request: Any, context: Any) -> Any:
-        return await self.unary("GetTask", request, context)
-
-    async def ListTasks(self, request: Any, context: Any) -> Any:
-        return await self.unary("ListTasks", request, context)
-
-    async def CancelTask(self, request: Any, context: Any) -> Any:
-        return await self.unary("CancelTask", request, context)
-
-    async def GetExtendedAgentCard(self, request: Any, context: Any) -> Any:
-        return await self.unary("GetExtendedAgentCard", request, context)
-
-    async def CreateTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self.unary("CreateTaskPushNotificationConfig", request, context)
-
-    async def GetTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self.unary("GetTaskPushNotificationConfig", request, context)
-
-    async def ListTaskPushNotificationConfigs(self, request: Any, context: Any) -> Any:
-        return await self.unary("ListTaskPushNotificationConfigs", request, context)
-
-    async def DeleteTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self.unary("DeleteTaskPushNotificationConfig", request, context)
-
-    # Async generators themselves: the server tells a streaming method by its kind.
-    async def SendStreamingMessage(self, request: Any, context: Any) -> Any:
-        async for response in self.streamed("SendStreamingMessage", request, context):
-            yield response
-
-    async def SubscribeToTask(self, request: Any, context: Any) -> Any:
-        async for response in self.streamed("SubscribeToTask", request, context):
-            yield response
-
 
 def begin(context: grpc.aio.ServicerContext, ex: Exchange) -> float:
     """The call's request id (the caller's `x-request-id` when sane) for its log lines."""
@@ -371,5 +340,5 @@ def method_handlers(servicer: Any, service: Any) -> dict[str, grpc.RpcMethodHand
 def generic_handler(servicer: Any = None, service: Any = None) -> grpc.GenericRpcHandler:
     """The 1.0 service (by default), or another service's `servicer`."""
     service = service or pb.DESCRIPTOR.services_by_name["A2AService"]
-    handlers = method_handlers(servicer or A2AGrpcDoor(), service)
+    handlers = method_handlers(servicer or A2AGrpcDoor(service), service)
     return grpc.method_handlers_generic_handler(service.full_name, handlers)
