@@ -89,6 +89,29 @@ class OperatorView(viewsets.GenericViewSet[Any]):
         refuse_uncarriable(data)
 
 
+class ByUuid(OperatorView):
+    """Rows named by a UUID (`noun`: "task"): a malformed id is a row that does not exist."""
+
+    noun = ""
+
+    def get_object(self) -> Any:
+        try:
+            pk = uuid.UUID(str(self.kwargs["pk"]))
+        except ValueError:
+            raise ApiError(404, f"No such {self.noun}: {self.noun} ids are UUIDs.", "id") from None
+        found = self.get_queryset().filter(pk=pk).first()
+        if found is None:
+            raise ApiError(404, f"No {self.noun} {pk}.", "id")
+        return found
+
+    def state_asked(self, states: list[str]) -> str:
+        """The `state` filter's value, one of `states`."""
+        state = self.request.query_params["state"]
+        if state not in states:
+            raise ApiError(400, f"Not a {self.noun} state: {state!r}.", "state")
+        return state
+
+
 def filter_param(name: str, description: str, enum: list[str] | None = None) -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                             description=description, enum=enum)  # fmt: skip
@@ -185,7 +208,8 @@ class ApiKeyViewSet(
     ),
     retrieve=extend_schema(summary="Read a task", tags=["tasks"]),
 )  # fmt: skip
-class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OperatorView):
+class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ByUuid):
+    noun = "task"
     serializer_class = TaskSerializer
     pagination_class = NewestFirst
 
@@ -197,22 +221,10 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OperatorView
         if params.get("agent"):
             tasks = tasks.filter(agent__slug=params["agent"])
         if params.get("state"):
-            if params["state"] not in TaskState.values:
-                raise ApiError(400, f"Not a task state: {params['state']!r}.", "state")
-            tasks = tasks.filter(state=params["state"])
+            tasks = tasks.filter(state=self.state_asked(TaskState.values))
         if params.get("owner"):
             tasks = tasks.filter(owner=params["owner"])
         return tasks
-
-    def get_object(self) -> Task:
-        try:
-            task_id = uuid.UUID(str(self.kwargs["pk"]))
-        except ValueError:
-            raise ApiError(404, "No such task: task ids are UUIDs.", "id") from None
-        task = self.get_queryset().filter(pk=task_id).first()
-        if task is None:
-            raise ApiError(404, f"No task {task_id}.", "id")
-        return task
 
     @extend_schema(summary="Cancel a task (as the admin does, through its lifecycle)",
                    tags=["tasks"], request=None, responses={200: TaskSerializer})  # fmt: skip
@@ -237,7 +249,8 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OperatorView
     retrieve=extend_schema(summary="Read a delivery with its attempts", tags=["push"],
                            responses={200: DeliveryDetailSerializer}),
 )  # fmt: skip
-class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OperatorView):
+class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ByUuid):
+    noun = "delivery"
     pagination_class = LatestDueFirst
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
@@ -255,20 +268,8 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Operator
                 raise ApiError(400, "Task ids are UUIDs.", "task") from None
             deliveries = deliveries.filter(config__task_id=task_id)
         if params.get("state"):
-            if params["state"] not in DeliveryState.values:
-                raise ApiError(400, f"Not a delivery state: {params['state']!r}.", "state")
-            deliveries = deliveries.filter(state=params["state"])
+            deliveries = deliveries.filter(state=self.state_asked(DeliveryState.values))
         return deliveries
-
-    def get_object(self) -> Delivery:
-        try:
-            delivery_id = uuid.UUID(str(self.kwargs["pk"]))
-        except ValueError:
-            raise ApiError(404, "No such delivery: delivery ids are UUIDs.", "id") from None
-        delivery = self.get_queryset().filter(pk=delivery_id).first()
-        if delivery is None:
-            raise ApiError(404, f"No delivery {delivery_id}.", "id")
-        return delivery
 
     @extend_schema(summary="Replay a delivery: deliver its event again, as a new delivery",
                    tags=["push"], request=None, responses={202: DeliverySerializer})  # fmt: skip
