@@ -670,8 +670,18 @@ class _AsyncTransport(httpx.AsyncHTTPTransport):
 # --- Public API -------------------------------------------------------------------------------
 
 
-def _client_options(timeout: float) -> dict[str, Any]:
-    return {"trust_env": False, "follow_redirects": False, "timeout": httpx.Timeout(timeout)}
+def _client(
+    target: _Target, deadline: _Deadline, timeout: float, headers: httpx.Headers | None = None
+) -> httpx.AsyncClient:
+    """A client whose every connection passes the connect-time check made for `target`."""
+    transport = _AsyncTransport(target, deadline)
+    return httpx.AsyncClient(
+        transport=transport,
+        headers=headers,
+        trust_env=False,
+        follow_redirects=False,
+        timeout=httpx.Timeout(timeout),
+    )
 
 
 def _headers(headers: Mapping[str, str] | None) -> httpx.Headers:
@@ -724,17 +734,6 @@ async def async_post(
 ) -> Response:
     """The async `post`, for code running on the event loop."""
     return await _send("POST", url, content, headers, timeout, max_bytes)
-
-
-async def async_get(
-    url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-) -> Response:
-    """The async `get`, for code running on the event loop."""
-    return await _send("GET", url, None, headers, timeout, max_bytes)
 
 
 async def _send(
@@ -844,10 +843,8 @@ async def _stream(
     max_bytes: int,
     hub_paths: tuple[str, ...] = (),
 ) -> AsyncIterator[StreamingResponse]:
-    target = _target(url, hub_paths)
     deadline = _Deadline(timeout)
-    transport = _AsyncTransport(target, deadline)
-    async with httpx.AsyncClient(transport=transport, **_client_options(timeout)) as client:
+    async with _client(_target(url, hub_paths), deadline, timeout) as client:
         request = client.build_request(method, url, content=content, headers=_headers(headers))
         response = await client.send(request, stream=True)
         try:
@@ -864,8 +861,7 @@ class KeptClient:
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.origin = origin_of(url)
         self.deadline = _Deadline(timeout)
-        transport = _AsyncTransport(_target(url), self.deadline)
-        self.http = httpx.AsyncClient(transport=transport, **_client_options(timeout))
+        self.http = _client(_target(url), self.deadline, timeout)
 
     def begin(self, url: str) -> httpx.AsyncClient:
         if origin_of(url) != self.origin:
@@ -884,13 +880,9 @@ def async_client(
 ) -> httpx.AsyncClient:
     """A guarded AsyncClient for a library that makes its own requests (the A2A SDK client).
 
-    Its connections pass the same connect-time check as `async_get`; `url`'s host is trusted
+    Its connections pass the same connect-time check as `get`; `url`'s host is trusted
     as there (allow-listed, or the hub itself where `hub_paths` let the caller reach it), any
     other host it reaches is checked in full. `headers` go with every request. `timeout` is one
     deadline for the client's whole life; the caller closes it.
     """
-    target = _target(url, hub_paths)
-    transport = _AsyncTransport(target, _Deadline(timeout))
-    return httpx.AsyncClient(
-        transport=transport, headers=_headers(headers), **_client_options(timeout)
-    )
+    return _client(_target(url, hub_paths), _Deadline(timeout), timeout, _headers(headers))

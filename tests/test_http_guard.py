@@ -325,16 +325,9 @@ def test_async_post_also_refuses_a_rebinding_name_at_connect_time(
     assert Receiver.seen == []
 
 
-def test_async_post_and_get_reach_an_allow_listed_server(server: str, allow_loopback: None) -> None:
-    async def both() -> tuple[outbound.Response, outbound.Response]:
-        posted = await outbound.async_post(f"{server}/webhook", content=b"hello", headers={})
-        fetched = await outbound.async_get(f"{server}/redirect")
-        return posted, fetched
-
-    posted, fetched = asyncio.run(both())
+def test_async_post_reaches_an_allow_listed_server(server: str, allow_loopback: None) -> None:
+    posted = asyncio.run(outbound.async_post(f"{server}/webhook", content=b"hello", headers={}))
     assert posted.json()["body"] == "hello"
-    assert fetched.status_code == 302
-    assert fetched.headers["Location"] == "http://10.0.0.1/steal"  # not followed
 
 
 def test_it_allows_the_hubs_own_origin_and_only_that_port(
