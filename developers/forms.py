@@ -9,6 +9,7 @@ application); only the field lists live here.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
@@ -156,6 +157,42 @@ class ApplicationForm(forms.ModelForm):
             self.add_error("redirect_uris", "A program calling as itself is sent nowhere: leave "
                            "this empty, or choose people.")  # fmt: skip
         return cleaned
+
+    def full_clean(self) -> None:
+        super().full_clean()  # with the model's checks: django-oauth-toolkit's, in its words
+        cleaned = getattr(self, "cleaned_data", {})
+        people = cleaned.get("authorization_grant_type") == AUTHORIZATION_CODE
+        if people and "redirect_uris" in self.errors:
+            ours = redirect_problems(self.data.get("redirect_uris", ""))
+            if ours:  # said of each URI, in words a developer reads; else the model's stand
+                self.errors["redirect_uris"] = self.error_class(ours)
+
+
+AUTHORIZATION_CODE = Application.GRANT_AUTHORIZATION_CODE
+
+
+def redirect_problems(text: str) -> list[str]:
+    """What is wrong with each redirect URI of `text` (one a line, or apart by spaces, as
+    django-oauth-toolkit splits them), or with having none."""
+    uris = text.split()
+    if not uris:
+        return ["People are sent back to a redirect URI after they consent: give at least one."]
+    return [problem for problem in map(redirect_problem, uris) if problem]
+
+
+def redirect_problem(uri: str) -> str:
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname
+    except ValueError:
+        return f"{uri} is not a URL."
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"{uri} is not an http or https URL (one URI a line; a space ends a URI)."
+    if not host:
+        return f"{uri} names no host."
+    if parts.fragment:
+        return f"{uri} has a fragment (#{parts.fragment}), which a redirect URI may not have."
+    return ""
 
 
 class UsernamesField(forms.Field):

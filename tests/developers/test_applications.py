@@ -94,6 +94,28 @@ def test_an_application_for_people_needs_a_redirect_uri(dev_client: Client) -> N
     assert not Application.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("uris", "said"),
+    [
+        ("", ["People are sent back to a redirect URI after they consent: give at least one."]),
+        ("https://client.example/back#done",
+         ["https://client.example/back#done has a fragment (#done), which a redirect URI may "
+          "not have."]),
+        ("https:///back", ["https:///back names no host."]),
+        ("https://client.example/ok\ncallback.example/back http://[::1/x",
+         ["callback.example/back is not an http or https URL (one URI a line; a space ends a "
+          "URI).", "http://[::1/x is not a URL."]),
+    ],
+)  # fmt: skip
+def test_each_bad_redirect_uri_is_named_with_what_is_wrong_with_it(
+    dev_client: Client, uris: str, said: list[str]
+) -> None:
+    response = create(dev_client, authorization_grant_type="authorization-code", redirect_uris=uris)
+    assert response.status_code == 400
+    assert response.context["form"].errors["redirect_uris"] == said
+    assert not Application.objects.exists()
+
+
 def test_an_application_for_people_keeps_its_redirect_uris(dev_client: Client) -> None:
     uris = "https://client.example/back\nhttp://localhost:8765/cb"
     response = create(dev_client, authorization_grant_type="authorization-code", redirect_uris=uris)
@@ -110,7 +132,7 @@ def test_an_application_for_people_keeps_its_redirect_uris(dev_client: Client) -
         ({"name": ""}, "name", "required"),
         ({"authorization_grant_type": "password"}, "authorization_grant_type", "valid choice"),
         ({"authorization_grant_type": "authorization-code", "redirect_uris": "ftp://x.example/"},
-         "redirect_uris", "redirect uri"),
+         "redirect_uris", "ftp://x.example/ is not an http or https url"),
         ({"redirect_uris": "https://client.example/back"}, "redirect_uris", "leave this empty"),
     ],
 )  # fmt: skip
