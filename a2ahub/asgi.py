@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "a2ahub.settings")
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
-django_application = get_asgi_application()
+from a2ahub.page_handler import PageHandler  # noqa: E402
+
+django_application = PageHandler()
 
 # Below: modules that need the app registry loaded above.
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -15,6 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from http.cookies import SimpleCookie
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlencode
 
@@ -161,6 +162,10 @@ class DoorResponse:
             {k.decode("latin1"): v.decode("latin1") for k, v in start.get("headers", [])}
         )
         self.streaming = self.headers.get("Content-Type", "").startswith("text/event-stream")
+        self.cookies = SimpleCookie()  # every Set-Cookie, as Django's test responses keep them
+        for name, value in start.get("headers", []):
+            if name.lower() == b"set-cookie":
+                self.cookies.load(value.decode("latin1"))
         self.streaming_content = content
         self.close = close
 
