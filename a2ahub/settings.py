@@ -13,6 +13,7 @@ import os
 import secrets
 import warnings
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -24,6 +25,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+Number = TypeVar("Number", int, float)
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -43,26 +45,24 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def env_int(name: str, default: int, minimum: int, maximum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}") from None
-    if not minimum <= value <= maximum:
-        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, not {value}")
-    return value
+    return _env_number(name, default, minimum, maximum, int)
 
 
 def env_float(name: str, default: float, minimum: float, maximum: float) -> float:
+    return _env_number(name, default, minimum, maximum, float)
+
+
+def _env_number(
+    name: str, default: Number, minimum: Number, maximum: Number, parse: type[Number]
+) -> Number:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+        kind = "a whole number" if parse is int else "a number"
+        raise ImproperlyConfigured(f"{name} must be {kind}, not {raw!r}") from None
     if not minimum <= value <= maximum:
         raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, not {value}")
     return value
