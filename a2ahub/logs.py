@@ -30,15 +30,9 @@ class JsonFormatter(logging.Formatter):
         context = request_id.current.get()
         if context is not None:
             line["request_id"] = context.id
-            line.update(
-                (name, value)
-                for name, value in (
-                    ("agent", context.agent),
-                    ("method", context.method),
-                    ("binding", context.binding),
-                )
-                if value
-            )
+            for name in ("agent", "method", "binding"):
+                if value := getattr(context, name):
+                    line[name] = value
         if tracing.enabled:
             trace_id, span_id = tracing.log_ids()
             if trace_id:
