@@ -45,6 +45,7 @@ its `timeout` is, however steadily it drips.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import re
@@ -205,15 +206,11 @@ HOSTS_KEPT = 4096
 @lru_cache(maxsize=HOSTS_KEPT)
 def _normal_host(host: str) -> str:
     host = host.strip().strip("[]").lower().rstrip(".")
-    try:
+    with contextlib.suppress(ValueError):
         return str(ipaddress.ip_address(host))
-    except ValueError:
-        pass
     if _LEGACY_IPV4.fullmatch(host):
-        try:
+        with contextlib.suppress(OSError):
             return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            return host
     return host
 
 
@@ -450,11 +447,8 @@ def _check_addresses(host: str, addresses: Iterable[str]) -> None:
             continue
         reason = refusal(ipaddress.ip_address(address))
         if reason:
-            where = (
-                f"{host} is"
-                if address in (host, _normal_host(host))
-                else (f"{host} resolves to {address},")
-            )
+            named = address in (host, _normal_host(host))
+            where = f"{host} is" if named else f"{host} resolves to {address},"
             raise UnsafeURL(
                 f"{where} {reason}; the hub only sends requests to public addresses "
                 "(OUTBOUND_ALLOWED_HOSTS opens a host for development)"
@@ -632,14 +626,11 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
 
     async def _resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
         limit = self._deadline.clamp(timeout, httpcore.ConnectTimeout)
-        if _is_address(_normal_host(host)):
-            # An address asks no DNS: looked up here, without the hop to a thread (the
-            # answer is still checked like any other).
-            try:
-                return resolve(host, port)
-            except OSError as exc:
-                raise httpcore.ConnectError(f"{host} does not resolve: {exc}") from exc
         try:
+            if _is_address(_normal_host(host)):
+                # An address asks no DNS: looked up here, without the hop to a thread (the
+                # answer is still checked like any other).
+                return resolve(host, port)
             with anyio.fail_after(limit):
                 return await anyio.to_thread.run_sync(resolve, host, port, abandon_on_cancel=True)
         except TimeoutError as exc:
@@ -806,10 +797,7 @@ class StreamingResponse:
 
     async def aread(self) -> bytes:
         """The rest of the body, whole."""
-        body = bytearray()
-        async for chunk in self.aiter_bytes():
-            body += chunk
-        return bytes(body)
+        return b"".join([chunk async for chunk in self.aiter_bytes()])
 
 
 def _line(raw: bytes | bytearray) -> str:
