@@ -34,12 +34,10 @@ class _Body(httpx2.AsyncByteStream):
         self, response: httpx.Response, done: Callable[[], None], request: httpx2.Request,
         max_bytes: int,
     ) -> None:  # fmt: skip
-        self.response, self.done, self.request, self.max_bytes = (
-            response,
-            done,
-            request,
-            max_bytes,
-        )
+        self.response = response
+        self.done = done
+        self.request = request
+        self.max_bytes = max_bytes
         # One iterator, whoever asks: a reader that asks again reads on (the SDK's streams
         # read what follows their last event), and what is left is drained from it.
         self.raw = response.aiter_raw()
@@ -122,27 +120,17 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         try:
             kept, client = self.kept_client(url)
         except outbound.UnsafeURL as exc:
-            raise httpx2.ConnectError(
-                f"the hub may not call {url}: {exc}", request=request
-            ) from exc
+            raise refused(url, exc, request) from exc
         headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"user-agent"]
         sent = client.build_request(request.method, url, headers=headers, content=body)
         try:
             response = await client.send(sent, stream=True)
-        except outbound.UnsafeURL as exc:
+        except BaseException as exc:
             await client.aclose()
-            raise httpx2.ConnectError(
-                f"the hub may not call {url}: {exc}", request=request
-            ) from exc
-        except httpx.TimeoutException as exc:
-            await client.aclose()
-            raise httpx2.ConnectTimeout(str(exc) or "timed out", request=request) from exc
-        except httpx.HTTPError as exc:
-            await client.aclose()
-            raise httpx2.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
-        except BaseException:
-            await client.aclose()
-            raise
+            error = not_sent(url, exc, request)
+            if error is None:
+                raise
+            raise error from exc
         return httpx2.Response(
             response.status_code, headers=response.headers.raw,
             stream=_Body(response, lambda: self.give_back(kept), request, self.max_bytes),
@@ -155,6 +143,22 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             self.closing.update(idle)
         self.idle.clear()
         await self.close_unkept()
+
+
+def refused(url: str, exc: outbound.UnsafeURL, request: httpx2.Request) -> httpx2.ConnectError:
+    return httpx2.ConnectError(f"the hub may not call {url}: {exc}", request=request)
+
+
+def not_sent(url: str, exc: BaseException, request: httpx2.Request) -> httpx2.HTTPError | None:
+    """The httpx2 error an SDK expects for a request that did not go out (None: `exc` is not
+    one of ours or httpx's, and is raised as it is)."""
+    if isinstance(exc, outbound.UnsafeURL):
+        return refused(url, exc, request)
+    if isinstance(exc, httpx.TimeoutException):
+        return httpx2.ConnectTimeout(str(exc) or "timed out", request=request)
+    if isinstance(exc, httpx.HTTPError):
+        return httpx2.ConnectError(str(exc) or type(exc).__name__, request=request)
+    return None
 
 
 def guarded_client(
