@@ -230,10 +230,8 @@ def link(traceparent: str) -> None:
     first call): related, not its child."""
     if not enabled or not traceparent:
         return
-    from opentelemetry.trace import get_current_span
-
     for found in links((traceparent,)):
-        get_current_span().add_link(found.context)
+        _otel.get_current_span().add_link(found.context)
 
 
 def note_result(result: Any) -> None:
@@ -286,10 +284,9 @@ class Door:
         }))  # fmt: skip
         _otel.detach(self.token)
 
-    def finish_http(self, request: Any, status: int) -> None:
-        """A page's or the registry's request: named by its method and route."""
-        from opentelemetry.context import detach
-
+    def end_http(self, request: Any, status: int) -> None:
+        """A page's or the registry's request, answered with `status` (500: it raised): named
+        by its method and route, failed on a 5xx."""
         match = getattr(request, "resolver_match", None)
         route = f"/{match.route}" if match is not None and match.route else ""
         self.span.update_name(f"{request.method} {route}".strip())
@@ -297,7 +294,8 @@ class Door:
             "http.request.method": request.method, "http.route": route,
             "url.path": request.path, "http.response.status_code": status,
         }))  # fmt: skip
-        detach(self.token)
+        _otel.detach(self.token)
+        self.end(status >= 500)
 
     def close(self, response: Any, failed: bool) -> None:
         """End the span now, or with the response's stream."""
@@ -427,14 +425,12 @@ def TracingMiddleware(get_response: Any) -> Any:
         async def traced(request: Any) -> Any:
             door = open_door(request.headers, "")
             assert door is not None
+            status = 500
             try:
                 response = await get_response(request)
-            except BaseException:
-                door.finish_http(request, 500)
-                door.end(True)
-                raise
-            door.finish_http(request, response.status_code)
-            door.end(response.status_code >= 500)
+                status = response.status_code
+            finally:
+                door.end_http(request, status)
             return response
 
         markcoroutinefunction(traced)
@@ -443,14 +439,12 @@ def TracingMiddleware(get_response: Any) -> Any:
     def traced_sync(request: Any) -> Any:
         door = open_door(request.headers, "")
         assert door is not None
+        status = 500
         try:
             response = get_response(request)
-        except BaseException:
-            door.finish_http(request, 500)
-            door.end(True)
-            raise
-        door.finish_http(request, response.status_code)
-        door.end(response.status_code >= 500)
+            status = response.status_code
+        finally:
+            door.end_http(request, status)
         return response
 
     return traced_sync
