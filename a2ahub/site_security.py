@@ -12,19 +12,15 @@ check against it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils.deprecation import MiddlewareMixin
 
 HEADER = "Content-Security-Policy"
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
 )
-
-Handler = Callable[[HttpRequest], HttpResponseBase | Awaitable[HttpResponseBase]]
 
 
 def policy_for(request: HttpRequest) -> str:
@@ -34,32 +30,12 @@ def policy_for(request: HttpRequest) -> str:
     return f"{POLICY}; connect-src 'self' ws://{host} wss://{host}"
 
 
-def with_policy(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-    if HEADER not in response and response.get("Content-Type", "").startswith("text/html"):
-        response[HEADER] = policy_for(request)
-    return response
-
-
-class ContentSecurityPolicyMiddleware:
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
     """Adds the policy to every HTML answer that has none."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Handler) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self.answer_async(request)
-        response = self.get_response(request)
-        assert isinstance(response, HttpResponseBase)
-        return with_policy(request, response)
-
-    async def answer_async(self, request: HttpRequest) -> HttpResponseBase:
-        response = self.get_response(request)
-        assert not isinstance(response, HttpResponseBase)
-        return with_policy(request, await response)
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        if HEADER not in response and response.get("Content-Type", "").startswith("text/html"):
+            response[HEADER] = policy_for(request)
+        return response
