@@ -512,27 +512,19 @@ def check_target(url: str, hub_paths: tuple[str, ...] = ()) -> None:
     _target(url, hub_paths)
 
 
-def trusted_endpoint(host: str, port: int, may_reach_hub: bool = False) -> bool:
-    """Whether a pool may connect to `host:port` without the address checks: an allow-listed
-    host, or (for a pool that may reach the hub) a host and port where the hub answers
-    (whatever the scheme: the socket reaches the same place)."""
-    if _normal_host(host) in _allowed_hosts():
-        return True
-    return _reaches_hub_doors(host, port, may_reach_hub)
-
-
-def _reaches_hub_doors(host: str, port: int, may_reach_hub: bool) -> bool:
-    return may_reach_hub and port not in other_ports() and names_the_hub(host, port)
-
-
 def connectable(
     host: str, port: int, addresses: list[str], may_reach_hub: bool = False
 ) -> list[str]:
     """The connect-time check of a pooled connection: the addresses it may connect to (all of
     `addresses`, the lookup's answer); raises UnsafeURL if any is not public, or reaches the
-    hub under another name than the hub's own (or from a pool that may not reach it)."""
-    hub = _reaches_hub_doors(host, port, may_reach_hub)
-    return _connectable(host, port, addresses, trusted_endpoint(host, port, may_reach_hub), hub)
+    hub under another name than the hub's own (or from a pool that may not reach it).
+
+    An allow-listed host skips the address checks, and so does (for a pool that may reach the
+    hub) a host and port where the hub's web doors answer, whatever the scheme: the socket
+    reaches the same place."""
+    hub = may_reach_hub and port not in other_ports() and names_the_hub(host, port)
+    trusted = hub or _normal_host(host) in _allowed_hosts()
+    return _connectable(host, port, addresses, trusted, hub)
 
 
 # --- The connect-time check -------------------------------------------------------------------
@@ -682,12 +674,6 @@ def _headers(headers: Mapping[str, str] | None) -> httpx.Headers:
     return merged
 
 
-def _check_length(response: httpx.Response, max_bytes: int) -> None:
-    declared = response.headers.get("Content-Length", "")
-    if numerals.is_over(declared, max_bytes):
-        raise ResponseTooLarge(f"the response is {declared} bytes, more than {max_bytes}")
-
-
 def post(
     url: str,
     *,
@@ -766,7 +752,9 @@ class StreamingResponse:
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body's bytes in the pieces the network delivers them, as soon as they arrive."""
-        _check_length(self._response, self._max_bytes)
+        declared = self._response.headers.get("Content-Length", "")
+        if numerals.is_over(declared, self._max_bytes):
+            raise ResponseTooLarge(f"the response is {declared} bytes, more than {self._max_bytes}")
         chunks: AsyncIterator[bytes] = self._response.aiter_bytes()
         async for chunk in chunks:
             self._read += len(chunk)
