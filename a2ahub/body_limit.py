@@ -74,10 +74,6 @@ def declared_length(scope: Scope) -> str:
     return ""
 
 
-def declares_too_much(scope: Scope, limit: Limit) -> bool:
-    return numerals.is_over(declared_length(scope), limit.size)
-
-
 async def send_refusal(refusal: Refusal, send: Any) -> None:
     headers = [*refusal.headers, (b"connection", b"close")]
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
@@ -90,7 +86,7 @@ def guarded(application: Any) -> Any:
 
     async def guard(scope: Scope, receive: Any, send: Any) -> None:
         limit = limit_at(scope)
-        if declares_too_much(scope, limit):
+        if numerals.is_over(declared_length(scope), limit.size):
             await send_refusal(limit.refusal(), send)
             return
         await application(scope, Counted(receive, send, limit), send)
