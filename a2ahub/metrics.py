@@ -204,8 +204,7 @@ class SharedAndQueued(Collector):
         else:
             with _counted_lock:
                 counted = {name: dict(tally) for name, tally in _counted.items()}
-            # The pool's queue of work not yet picked up by one of its threads.
-            waiting = worker.in_process_pool()._work_queue.qsize()
+            waiting = worker.jobs_waiting()  # the backlog of this process's own pool
             queue = "in-process"
         for counter in SHARED.values():
             family = CounterMetricFamily(counter.name, counter.documentation,
