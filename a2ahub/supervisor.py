@@ -105,8 +105,7 @@ class Supervisor:
             logger.warning("%s started again (pid %s)", child.name, child.popen.pid)
 
     def stop_all(self) -> None:
-        running = [c.popen for c in self.children if c.popen is not None]
-        stop(running)
+        stop([c.popen for c in self.children if c.popen is not None])
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
