@@ -250,13 +250,10 @@ def note_result(result: Any) -> None:
         span.set_attributes(clean({"a2a.task.id": result.task_id,
                                    "a2a.context.id": result.context_id}))  # fmt: skip
     elif hasattr(result, "WhichOneof"):  # a SendMessageResponse or a stream's event
-        which = result.WhichOneof("payload") if "payload" in oneofs_of(result) else None
+        has_payload = "payload" in result.DESCRIPTOR.oneofs_by_name
+        which = result.WhichOneof("payload") if has_payload else None
         if which:
             note_result(getattr(result, which))
-
-
-def oneofs_of(message: Any) -> set[str]:
-    return {f.name for f in message.DESCRIPTOR.oneofs}
 
 
 # -- the door's span -------------------------------------------------------------------------
