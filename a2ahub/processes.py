@@ -152,25 +152,22 @@ def held() -> list[object]:
     the one process's jobs die with it)."""
     if not settings.REDIS_URL:
         return []
-    client = redis_clients.shared_client()
-    keys = [HELD_PREFIX + i for i in live_ids(client, time.time() - expiry())]
-    values = client.mget(keys) if keys else []
+    values = live_values(HELD_PREFIX, time.time() - expiry())
     return [item for raw in values if raw is not None for item in json.loads(raw)]
 
 
-def live_ids(client: redis.Redis, since: float) -> list[str]:
+def live_values(prefix: str, since: float) -> list[bytes | None]:
+    """The value under `prefix` of each process heard from since `since` (None where it
+    expired between the two reads)."""
+    client = redis_clients.shared_client()
     ids = client.zrangebyscore(INDEX, since, "+inf", start=0, num=LIST_CAP)
-    return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+    keys = [prefix + (i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+    return client.mget(keys) if keys else []
 
 
 def read_redis(since: float) -> list[Beat]:
-    client = redis_clients.shared_client()
-    ids = live_ids(client, since)
-    if not ids:
-        return []
     beats = []
-    keys = [KEY_PREFIX + i for i in ids]
-    for raw in client.mget(keys):
+    for raw in live_values(KEY_PREFIX, since):
         if raw is None:
             continue  # expired between the two reads
         try:
