@@ -156,7 +156,7 @@ def held() -> list[object]:
     return [item for raw in values if raw is not None for item in json.loads(raw)]
 
 
-def live_values(prefix: str, since: float) -> list[bytes | None]:
+def live_values(prefix: str, since: float) -> list[bytes | str | None]:
     """The value under `prefix` of each process heard from since `since` (None where it
     expired between the two reads)."""
     client = redis_clients.shared_client()
