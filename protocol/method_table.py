@@ -6,7 +6,7 @@ adapter that turns its params into that same request and the answer back into it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import import_module
 from typing import Any
@@ -50,48 +50,24 @@ V1_METHODS: dict[str, Method] = {
     ),
 }
 
+
+def adapted(name: str, adapter: str) -> Method:
+    """The 1.0 method `name` under an older wire name, its params read by `adapter`."""
+    return replace(V1_METHODS[name], adapter=adapter)
+
+
 V03_METHODS: dict[str, Method] = {
-    "message/send": Method(
-        "protocol.handlers.tasks.send_message", pb.SendMessageRequest, adapter="send"
-    ),
-    "tasks/get": Method("protocol.handlers.tasks.get_task", pb.GetTaskRequest, adapter="get"),
-    "tasks/cancel": Method(
-        "protocol.handlers.tasks.cancel_task", pb.CancelTaskRequest, adapter="cancel"
-    ),
-    "agent/getAuthenticatedExtendedCard": Method(
-        "protocol.handlers.cards.get_extended_card", pb.GetExtendedAgentCardRequest, adapter="card"
-    ),
-    "message/stream": Method(
-        "protocol.handlers.streams.send_streaming_message",
-        pb.SendMessageRequest,
-        True,
-        adapter="send",
-    ),
-    "tasks/resubscribe": Method(
-        "protocol.handlers.streams.subscribe_to_task",
-        pb.SubscribeToTaskRequest,
-        True,
-        adapter="subscribe",
-    ),
-    "tasks/pushNotificationConfig/set": Method(
-        "protocol.handlers.push.create_push_config",
-        pb.TaskPushNotificationConfig,
-        adapter="push_set",
-    ),
-    "tasks/pushNotificationConfig/get": Method(
-        "protocol.handlers.push.get_push_config",
-        pb.GetTaskPushNotificationConfigRequest,
-        adapter="push_get",
-    ),
-    "tasks/pushNotificationConfig/list": Method(
-        "protocol.handlers.push.list_push_configs",
-        pb.ListTaskPushNotificationConfigsRequest,
-        adapter="push_list",
-    ),
-    "tasks/pushNotificationConfig/delete": Method(
-        "protocol.handlers.push.delete_push_config",
-        pb.DeleteTaskPushNotificationConfigRequest,
-        adapter="push_delete",
+    "message/send": adapted("SendMessage", "send"),
+    "tasks/get": adapted("GetTask", "get"),
+    "tasks/cancel": adapted("CancelTask", "cancel"),
+    "agent/getAuthenticatedExtendedCard": adapted("GetExtendedAgentCard", "card"),
+    "message/stream": adapted("SendStreamingMessage", "send"),
+    "tasks/resubscribe": adapted("SubscribeToTask", "subscribe"),
+    "tasks/pushNotificationConfig/set": adapted("CreateTaskPushNotificationConfig", "push_set"),
+    "tasks/pushNotificationConfig/get": adapted("GetTaskPushNotificationConfig", "push_get"),
+    "tasks/pushNotificationConfig/list": adapted("ListTaskPushNotificationConfigs", "push_list"),
+    "tasks/pushNotificationConfig/delete": adapted(
+        "DeleteTaskPushNotificationConfig", "push_delete"
     ),
 }
 
@@ -99,35 +75,13 @@ V03_METHODS: dict[str, Method] = {
 # `tasks/get`, `tasks/cancel` and `tasks/resubscribe` are 0.3 names too: `protocol.v01`
 # tells which a request means.
 V01_METHODS: dict[str, Method] = {
-    "tasks/send": Method(
-        "protocol.handlers.tasks.send_message", pb.SendMessageRequest, adapter="send"
-    ),
-    "tasks/sendSubscribe": Method(
-        "protocol.handlers.streams.send_streaming_message",
-        pb.SendMessageRequest,
-        True,
-        adapter="send",
-    ),
-    "tasks/get": Method("protocol.handlers.tasks.get_task", pb.GetTaskRequest, adapter="get"),
-    "tasks/cancel": Method(
-        "protocol.handlers.tasks.cancel_task", pb.CancelTaskRequest, adapter="cancel"
-    ),
-    "tasks/resubscribe": Method(
-        "protocol.handlers.streams.subscribe_to_task",
-        pb.SubscribeToTaskRequest,
-        True,
-        adapter="subscribe",
-    ),
-    "tasks/pushNotification/set": Method(
-        "protocol.handlers.push.create_push_config",
-        pb.TaskPushNotificationConfig,
-        adapter="push_set",
-    ),
-    "tasks/pushNotification/get": Method(
-        "protocol.handlers.push.get_push_config",
-        pb.GetTaskPushNotificationConfigRequest,
-        adapter="push_get",
-    ),
+    "tasks/send": adapted("SendMessage", "send"),
+    "tasks/sendSubscribe": adapted("SendStreamingMessage", "send"),
+    "tasks/get": adapted("GetTask", "get"),
+    "tasks/cancel": adapted("CancelTask", "cancel"),
+    "tasks/resubscribe": adapted("SubscribeToTask", "subscribe"),
+    "tasks/pushNotification/set": adapted("CreateTaskPushNotificationConfig", "push_set"),
+    "tasks/pushNotification/get": adapted("GetTaskPushNotificationConfig", "push_get"),
 }
 
 
