@@ -20,23 +20,20 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
 import mcp_types as types
 from a2a.types import a2a_pb2 as pb
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from a2ahub import asyncdb, body_limit, metrics, request_id, tracing
+from a2ahub import body_limit, metrics, request_id, tracing
 from a2ahub.errors import A2AError, AccessDenied, AuthenticationRequired, internal_error
 from a2ahub.request import Headers, Request
 from agents.credential_rows import is_api_key
@@ -153,7 +150,7 @@ async def list_tools(
     door_span = open_door(ctx) if tracing.enabled else None
     try:
         request = hub_request(ctx)
-        async with database_context():
+        async with door.request_context():
             agents = await sync_to_async(offered_agents)()
             tools = []
             for agent in agents:
@@ -183,7 +180,7 @@ async def call_tool(
     tracing.annotate(gen_ai__tool__name=params.name)
     try:
         request = hub_request(ctx)
-        async with database_context():
+        async with door.request_context():
             agent = await agent_of_tool(params.name)
             if agent is None:
                 ex.code = "unknown_tool"
@@ -272,18 +269,6 @@ def send_request(args: Arguments) -> pb.SendMessageRequest:
     if args.skill:
         message.metadata.update({"skillId": args.skill})
     return pb.SendMessageRequest(message=message)
-
-
-@asynccontextmanager
-async def database_context() -> AsyncIterator[None]:
-    """The door's database use as `protocol.asgi` sets it up: writes on the event loop's own
-    connections, sync reads on one thread per request, whose connection goes back after."""
-    asyncdb.enabled.set(True)
-    async with ThreadSensitiveContext():
-        try:
-            yield
-        finally:
-            await sync_to_async(close_old_connections)()
 
 
 def begin(ex: Exchange) -> float:
