@@ -91,6 +91,16 @@ async def absence(slug: str) -> UnsupportedOperationError | None:
     return UnsupportedOperationError(reason, data={"reason": "AGENT_UNAVAILABLE", "agent": slug})
 
 
+async def tenant_agent(slug: str) -> Agent:
+    """The agent a shared door's request names as its tenant, or why none answers there."""
+    agent = await agent_named(slug)
+    if agent is None:
+        raise await absence(slug) or invalid_params(
+            "tenant", f"no agent named {slug!r} is served here"
+        )
+    return agent
+
+
 def raw_version(request: Request) -> str:
     return (request.headers.get("A2A-Version") or request.query.get("A2A-Version") or "").strip()
 

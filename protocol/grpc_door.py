@@ -37,10 +37,8 @@ from a2ahub.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
     internal_error,
-    invalid_params,
 )
 from a2ahub.request import Headers, Request
-from agents.models import Agent
 from protocol import (
     door,
     grpc_errors,
@@ -124,16 +122,6 @@ def version_of(request: Request, served: str = V1) -> str:
     return version
 
 
-async def agent_of(tenant: str) -> Agent:
-    slug = tenant or settings.HUB_DEFAULT_AGENT
-    agent = await door.agent_named(slug)
-    if agent is None:
-        raise await door.absence(slug) or invalid_params(
-            "tenant", f"no agent named {slug!r} is served here"
-        )
-    return agent
-
-
 def check_request(message: ProtoMessage) -> None:
     """The caps every binding applies (parts, nesting, metadata size) and the strings no
     database can hold (U+0000), read from the request's JSON as the other doors read theirs;
@@ -164,7 +152,7 @@ async def admit(
         raise InvalidRequestError(request.problem)
     http = metadata_request(context, name)
     version = version_of(http, served)
-    agent = await agent_of(request.tenant)
+    agent = await door.tenant_agent(request.tenant or settings.HUB_DEFAULT_AGENT)
     ex.agent = agent.slug
     principal = await door.authenticate_caller(http, agent)
     size = request.ByteSize()

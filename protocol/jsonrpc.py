@@ -242,12 +242,7 @@ async def tenant_agent(params: dict[str, Any], version: str) -> Agent:
     tenant = params.get("tenant") if version == V1 else None
     if not isinstance(tenant, str) or not tenant:
         raise invalid_params("tenant", "name the agent (its slug) this request is for")
-    agent = await door.agent_named(tenant)
-    if agent is None:
-        raise await door.absence(tenant) or invalid_params(
-            "tenant", f"no agent named {tenant!r} is served here"
-        )
-    return agent
+    return await door.tenant_agent(tenant)
 
 
 def not_post() -> JsonResponse:

@@ -351,11 +351,7 @@ async def handle(
     request: Request, agent: Agent | None, tail: str, ex: Exchange, tenant: str = ""
 ) -> HttpResponseBase:
     if agent is None:
-        agent = await door.agent_named(tenant)
-        if agent is None:
-            raise await door.absence(tenant) or invalid_params(
-                "tenant", f"no agent named {tenant!r} is served here"
-            )
+        agent = await door.tenant_agent(tenant)
     ex.agent = agent.slug
     found_route, operation, path = match(request.method, tail)
     ex.method = operation.method
