@@ -285,12 +285,18 @@ def refused(request: Request, error: A2AError, status: int | None) -> HttpRespon
 
 
 def rest_error(error: A2AError, version: str, status: int | None = None) -> JsonResponse:
-    payload = build_rest_error_payload(error)
+    payload = error_payload(error, version)
     if status is not None:
         payload["error"]["code"] = status
+    return json_answer(payload, payload["error"]["code"])
+
+
+def error_payload(error: A2AError, version: str) -> dict[str, Any]:
+    """A `google.rpc.Status` with its ErrorInfo; for 0.3, the JSON-RPC fields beside it."""
+    payload = build_rest_error_payload(error)
     if version == V03:
         payload |= rest_v03.error_fields(error)
-    return json_answer(payload, payload["error"]["code"])
+    return payload
 
 
 def json_answer(content: Any, status: int = 200) -> JsonResponse:
@@ -309,10 +315,7 @@ def stream_framing(version: str) -> Framing:
         return data_frame(sequence, jsonbytes.dumps(shaped))
 
     def error(exc: A2AError) -> bytes:
-        payload = build_rest_error_payload(exc)
-        if version == V03:
-            payload |= rest_v03.error_fields(exc)
-        return data_frame(None, jsonbytes.dumps(payload), event="error")
+        return data_frame(None, jsonbytes.dumps(error_payload(exc, version)), event="error")
 
     return Framing(event, error)
 
@@ -438,13 +441,9 @@ async def respond(
 
 
 def no_route(exc: NoRoute, version: str) -> JsonResponse:
-    # The shape of every other error, details (an ErrorInfo naming METHOD_NOT_FOUND) included.
-    payload = build_rest_error_payload(MethodNotFoundError(exc.message))
-    payload["error"]["code"] = exc.status
-    if version == V03:
-        # What a 0.3 JSON-RPC client would have met: a method not found.
-        payload |= rest_v03.error_fields(MethodNotFoundError(exc.message))
-    response = json_answer(payload, exc.status)
+    # The shape of every other error, details (an ErrorInfo naming METHOD_NOT_FOUND) included;
+    # to a 0.3 client, what its JSON-RPC would have met: a method not found.
+    response = rest_error(MethodNotFoundError(exc.message), version, exc.status)
     if exc.allow:
         response["Allow"] = exc.allow
     return response

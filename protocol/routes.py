@@ -34,22 +34,18 @@ def rpc_refusal(request: Request, error: A2AError, status: int | None) -> HttpRe
     return jsonrpc.rpc_response(None, version, error=error, status=status or 200)
 
 
-def rest_refusal(request: Request, error: A2AError, status: int | None) -> HttpResponseBase:
-    return rest.refused(request, error, status)
-
-
 TABLE = (
     (re.compile(r"/agents/(?P<slug>[^/]+)/jsonrpc/?"), jsonrpc.endpoint, rpc_refusal),
     (
         re.compile(r"/agents/(?P<slug>[^/]+)/rest(?:/(?P<tail>.*))?", re.DOTALL),
         rest.endpoint,
-        rest_refusal,
+        rest.refused,
     ),
     (re.compile(r"/a2a/jsonrpc/?"), jsonrpc.shared_endpoint, rpc_refusal),
     (
         re.compile(r"/a2a/rest(?:/(?P<tenant>[^/]*)(?:/(?P<tail>.*))?)?", re.DOTALL),
         rest.shared_endpoint,
-        rest_refusal,
+        rest.refused,
     ),
 )
 
