@@ -26,7 +26,7 @@ from tasks import events, reading, runner
 from tasks.models import TERMINAL_STATES, ExecutionMode
 from tasks.reading import load_snapshot
 from tasks.updater import TaskUpdater, release_after_write
-from tasks.wire import event_ends_stream, to_json
+from tasks.wire import PB_TO_STATE, event_ends_stream, to_json
 
 StreamItem = tuple[int | None, dict[str, Any]]
 # Yielded when the line has been quiet a while (SSE_HEARTBEAT_SECONDS): the stream sends a
@@ -138,18 +138,14 @@ async def send_streaming_message(
     try:
         snapshot, after = (None, 0)
         if turn.stored:
-            snapshot, after = await released(follow_up_snapshot)(turn)
+            # A follow-up's stream opens with the task as it is now (a new task's stream, with
+            # its first stored event).
+            snapshot, after = await released(load_snapshot)(turn.spec.id)
         updater = await start_streamed_turn(call, turn)
     except BaseException:
         events.unsubscribe(subscription)
         raise
     return stream_turn(subscription, turn, snapshot, after, updater)
-
-
-def follow_up_snapshot(turn: Turn) -> tuple[pb.Task | None, int]:
-    """A follow-up's stream opens with the task as it is now (a new task's stream, with its
-    first stored event)."""
-    return load_snapshot(turn.spec.id)
 
 
 async def start_streamed_turn(call: Call, turn: Turn) -> TaskUpdater | None:
@@ -257,8 +253,7 @@ async def resubscribed(
                 yield item
                 if event_ends_stream(item[1]):
                     return
-        if snapshot.status.state in (pb.TASK_STATE_COMPLETED, pb.TASK_STATE_CANCELED,
-                                     pb.TASK_STATE_FAILED, pb.TASK_STATE_REJECTED):  # fmt: skip
+        if PB_TO_STATE.get(snapshot.status.state) in TERMINAL_STATES:
             return
         async for item in follow(subscription, str(task_id), snapshot_sequence):
             yield item
