@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
 
@@ -43,7 +43,7 @@ from a2ahub.errors import (
 )
 from a2ahub.request import Request
 from agents.models import Agent
-from protocol import door, limits, request_caps, rest_v03, strings
+from protocol import door, limits, request_caps, rest_v03, strings, v03
 from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
 from protocol.results import v1_result
@@ -130,11 +130,19 @@ def route(path: str, version: str, **verbs: Operation) -> Route:
 
 
 SEND = Operation("SendMessage", lambda f: body(f, pb.SendMessageRequest()), has_body=True)
-STREAM = Operation(
-    "SendStreamingMessage", lambda f: body(f, pb.SendMessageRequest()), has_body=True
-)
+STREAM = replace(SEND, method="SendStreamingMessage")
 SUBSCRIBE = Operation("SubscribeToTask", lambda f: pb.SubscribeToTaskRequest(id=f.task))
 CANCEL = Operation("CancelTask", lambda f: pb.CancelTaskRequest(id=f.task))
+LIST_CONFIGS = Operation("ListTaskPushNotificationConfigs", list_configs)
+GET_CONFIG = Operation(
+    "GetTaskPushNotificationConfig",
+    lambda f: config_of(f, pb.GetTaskPushNotificationConfigRequest()),
+)
+DELETE_CONFIG = Operation(
+    "DeleteTaskPushNotificationConfig",
+    lambda f: config_of(f, pb.DeleteTaskPushNotificationConfigRequest()),
+)
+CARD = Operation("GetExtendedAgentCard", lambda f: pb.GetExtendedAgentCardRequest())
 
 V1_ROUTES = (
     route("message:send", V1, POST=SEND),
@@ -148,25 +156,10 @@ V1_ROUTES = (
         f"{TASK}/pushNotificationConfigs",
         V1,
         POST=Operation("CreateTaskPushNotificationConfig", push_config, has_body=True),
-        GET=Operation("ListTaskPushNotificationConfigs", list_configs),
+        GET=LIST_CONFIGS,
     ),
-    route(
-        f"{TASK}/pushNotificationConfigs/{CONFIG}",
-        V1,
-        GET=Operation(
-            "GetTaskPushNotificationConfig",
-            lambda f: config_of(f, pb.GetTaskPushNotificationConfigRequest()),
-        ),
-        DELETE=Operation(
-            "DeleteTaskPushNotificationConfig",
-            lambda f: config_of(f, pb.DeleteTaskPushNotificationConfigRequest()),
-        ),
-    ),
-    route(
-        "extendedAgentCard",
-        V1,
-        GET=Operation("GetExtendedAgentCard", lambda f: pb.GetExtendedAgentCardRequest()),
-    ),
+    route(f"{TASK}/pushNotificationConfigs/{CONFIG}", V1, GET=GET_CONFIG, DELETE=DELETE_CONFIG),
+    route("extendedAgentCard", V1, GET=CARD),
 )
 
 
@@ -186,15 +179,15 @@ def v03_get_task(found: Found) -> pb.GetTaskRequest:
     return request
 
 
-V03_SUBSCRIBE = Operation("SubscribeToTask", SUBSCRIBE.build)
+# Where 0.3 reads the same request as 1.0, its route takes the 1.0 operation with 0.3's answer.
 V03_ROUTES = (
     route("v1/message:send", V03, POST=Operation(
         "SendMessage", lambda f: rest_v03.send_in(f.body), rest_v03.send_out, has_body=True)),
     route("v1/message:stream", V03, POST=Operation(
         "SendStreamingMessage", lambda f: rest_v03.send_in(f.body), has_body=True)),
     route(f"v1/{TASK}", V03, GET=Operation("GetTask", v03_get_task, rest_v03.task_out)),
-    route(f"v1/{TASK}:cancel", V03, POST=Operation("CancelTask", CANCEL.build, rest_v03.task_out)),
-    route(f"v1/{TASK}:subscribe", V03, GET=V03_SUBSCRIBE, POST=V03_SUBSCRIBE),
+    route(f"v1/{TASK}:cancel", V03, POST=replace(CANCEL, render=rest_v03.task_out)),
+    route(f"v1/{TASK}:subscribe", V03, GET=SUBSCRIBE, POST=SUBSCRIBE),
     route(
         f"v1/{TASK}/pushNotificationConfigs",
         V03,
@@ -204,24 +197,15 @@ V03_ROUTES = (
             rest_v03.push_config_out,
             has_body=True,
         ),
-        GET=Operation("ListTaskPushNotificationConfigs", list_configs, rest_v03.push_list_out),
+        GET=replace(LIST_CONFIGS, render=rest_v03.push_list_out),
     ),
     route(
         f"v1/{TASK}/pushNotificationConfigs/{CONFIG}",
         V03,
-        GET=Operation(
-            "GetTaskPushNotificationConfig",
-            lambda f: config_of(f, pb.GetTaskPushNotificationConfigRequest()),
-            rest_v03.push_config_out,
-        ),
-        DELETE=Operation(
-            "DeleteTaskPushNotificationConfig",
-            lambda f: config_of(f, pb.DeleteTaskPushNotificationConfigRequest()),
-            lambda result: {},
-        ),
+        GET=replace(GET_CONFIG, render=rest_v03.push_config_out),
+        DELETE=replace(DELETE_CONFIG, render=lambda result: {}),
     ),
-    route("v1/card", V03, GET=Operation(
-        "GetExtendedAgentCard", lambda f: pb.GetExtendedAgentCardRequest(), rest_v03.card_out)),
+    route("v1/card", V03, GET=replace(CARD, render=v03.card_out)),
 )  # fmt: skip
 
 ROUTES = V1_ROUTES + V03_ROUTES

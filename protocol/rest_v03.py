@@ -16,7 +16,6 @@ from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
 from a2ahub.errors import A2AError, invalid_params
-from agents import cards
 from protocol.door import failed_field
 from protocol.v03 import PARAMS_IN
 from tasks.wire import ENDING_STATES, PB_TO_STATE
@@ -80,25 +79,21 @@ def is_bare_config(body: dict[str, Any]) -> bool:
 BARE_CONFIG_FIELDS = frozenset({"name", "pushNotificationConfig", "push_notification_config"})
 
 
-def as_dict(message: ProtoMessage) -> dict[str, Any]:
-    return MessageToDict(message)
-
-
 def send_out(result: pb.Task | pb.Message) -> dict[str, Any]:
     if isinstance(result, pb.Task):
         compat: Any = conversions.to_compat_task(result)
     else:
         compat = conversions.to_compat_message(result)
-    return as_dict(v03_proto.ToProto.task_or_message(compat))
+    return MessageToDict(v03_proto.ToProto.task_or_message(compat))
 
 
 def task_out(task: pb.Task) -> dict[str, Any]:
-    return as_dict(v03_proto.ToProto.task(conversions.to_compat_task(task)))
+    return MessageToDict(v03_proto.ToProto.task(conversions.to_compat_task(task)))
 
 
 def push_config_out(config: pb.TaskPushNotificationConfig) -> dict[str, Any]:
     compat = conversions.to_compat_task_push_notification_config(config)
-    return as_dict(v03_proto.ToProto.task_push_notification_config(compat))
+    return MessageToDict(v03_proto.ToProto.task_push_notification_config(compat))
 
 
 def push_list_out(result: pb.ListTaskPushNotificationConfigsResponse) -> dict[str, Any]:
@@ -108,11 +103,7 @@ def push_list_out(result: pb.ListTaskPushNotificationConfigsResponse) -> dict[st
         )
         for config in result.configs
     ]
-    return as_dict(pb03.ListTaskPushNotificationConfigResponse(configs=configs))
-
-
-def card_out(card: pb.AgentCard) -> dict[str, Any]:
-    return cards.card_document(card, cards.UNION)
+    return MessageToDict(pb03.ListTaskPushNotificationConfigResponse(configs=configs))
 
 
 def stream_event_out(event: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +121,7 @@ def stream_event_out(event: dict[str, Any]) -> dict[str, Any]:
         compat = conversions.to_compat_task_status_update_event(response.status_update)
         # A 0.3 stream also ends on an interrupted task, so its last event says so.
         compat.final = PB_TO_STATE.get(response.status_update.status.state) in ENDING_STATES
-    return as_dict(v03_proto.ToProto.stream_response(compat))
+    return MessageToDict(v03_proto.ToProto.stream_response(compat))
 
 
 def error_fields(error: A2AError) -> dict[str, Any]:
