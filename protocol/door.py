@@ -19,7 +19,7 @@ from django.http import JsonResponse
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
-from a2ahub import asyncdb, hops, nesting, numerals
+from a2ahub import asyncdb, hops, nesting, numerals, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -46,6 +46,7 @@ from agents.principals import (
 )
 from protocol import file_bytes, limits, required_fields
 from protocol.calls import Call
+from protocol.method_table import Method
 from tasks.wire import V03, V1
 
 SUPPORTED_VERSIONS = (V03, V1)
@@ -158,6 +159,15 @@ def count_call(call: Call) -> None:
     """The audit log's count of who called with which credential (memory only: it is written
     in batches, off the request path)."""
     audit.note_use(call.agent, call.principal, call.binding, call.version)
+
+
+def start_call(call: Call, method: Method) -> None:
+    """What every binding does once the call is made: the audit count, the agent on the trace,
+    and a streaming method refused when the agent does not stream."""
+    count_call(call)
+    tracing.note_agent(call.agent.slug, call.agent.pk, call.agent.name)
+    if method.streaming and not call.agent.streaming:
+        raise UnsupportedOperationError("This agent does not stream.")
 
 
 def unauthorized(exc: AuthenticationRequired) -> JsonResponse:

@@ -34,7 +34,6 @@ from a2ahub.errors import (
     AccessDenied,
     AuthenticationRequired,
     InvalidRequestError,
-    UnsupportedOperationError,
     VersionNotSupportedError,
     internal_error,
 )
@@ -163,11 +162,8 @@ async def admit(
     extensions = door.check_extensions(http.headers, agent, sending)
     call = Call(agent, principal, version, base_url, extensions, door.last_event_id(http),
                 binding=Binding.GRPC, hops=door.check_hops(http))  # fmt: skip
-    door.count_call(call)
-    tracing.note_agent(agent.slug, agent.pk, agent.name)
     method = V1_METHODS[name]
-    if method.streaming and not agent.streaming:
-        raise UnsupportedOperationError("This agent does not stream.")
+    door.start_call(call, method)
     return call, method
 
 

@@ -26,7 +26,6 @@ from a2ahub.errors import (
     InvalidRequestError,
     MethodNotFoundError,
     TaskNotFoundError,
-    UnsupportedOperationError,
     VersionNotSupportedError,
     error_object,
     internal_error,
@@ -197,10 +196,7 @@ async def handle(request: Request, agent: Agent | None, ex: Exchange) -> HttpRes
     extensions = door.check_extensions(request.headers, agent, sending)
     call = Call(agent, principal, ex.version, request.base_url, extensions,
                 door.last_event_id(request), hops=door.check_hops(request))  # fmt: skip
-    door.count_call(call)
-    tracing.note_agent(agent.slug, agent.pk, agent.name)
-    if method.streaming and not agent.streaming:
-        raise UnsupportedOperationError("This agent does not stream.")
+    door.start_call(call, method)
     read = await big_bodies.off_loop(len(body), read_params, method, params, ex.version, body)
     try:
         result = await resolve(method.handler)(call, read)

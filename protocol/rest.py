@@ -36,7 +36,6 @@ from a2ahub.errors import (
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
-    UnsupportedOperationError,
     VersionNotSupportedError,
     internal_error,
     invalid_params,
@@ -357,11 +356,8 @@ async def handle(
     call = Call(agent, principal, ex.version, request.base_url, extensions,
                 door.last_event_id(request), binding=Binding.HTTP_JSON,
                 hops=door.check_hops(request))  # fmt: skip
-    door.count_call(call)
-    tracing.note_agent(agent.slug, agent.pk, agent.name)
     method = operation.entry
-    if method.streaming and not agent.streaming:
-        raise UnsupportedOperationError("This agent does not stream.")
+    door.start_call(call, method)
     found = Found(request, path, content)
     read = await big_bodies.off_loop(len(raw), read_operation, operation, found, raw)
     result = await resolve(method.handler)(call, read)
