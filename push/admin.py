@@ -29,7 +29,7 @@ from push.models import (
 )
 from push.retention import deliveries_pending_text
 from tasks.admin import ReadOnlyInline
-from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
+from tasks.admin_lists import BigListAdmin, ProtocolVersionFilter, id_prefix_range
 
 CONFIG_FIELDS = (
     "task",
@@ -93,15 +93,6 @@ class HealthFilter(admin.SimpleListFilter):
             retrying = Delivery.objects.filter(state=DeliveryState.PENDING, attempts__gt=0)
             return queryset.filter(active=True, pk__in=retrying.values("config_id"))
         return queryset
-
-
-class BigListAdmin(admin.ModelAdmin):
-    """What the push lists share: a count that stops at 10,000 ("10,000+"), none of the
-    whole table and none per filter choice."""
-
-    paginator = CappedPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
 
 
 def delivery_counts(config_ids: list[int]) -> dict[int, tuple[int, int]]:

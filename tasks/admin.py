@@ -30,7 +30,7 @@ from django.views.decorators.http import require_POST
 from a2ahub import tracing, when
 from agents import kinds
 from tasks import changes, retention, stored_files, writer
-from tasks.admin_lists import CappedPaginator, ProtocolVersionFilter, id_prefix_range
+from tasks.admin_lists import BigListAdmin, ProtocolVersionFilter, id_prefix_range
 from tasks.models import ACTIVE_STATES, TERMINAL_STATES, Artifact, Message, Task, TaskEvent
 from tasks.updater import PROGRESS_KEY
 
@@ -198,27 +198,21 @@ class TaskEventInline(ReadOnlyInline):
 
     @admin.display(description="when")
     def at(self, event: TaskEvent) -> SafeString:
-        return event_time(event.created_at)
+        """The event's time to the second; the script adds the time since the event before."""
+        moment = event.created_at
+        stamp = when.absolute(moment)
+        return format_html('<time datetime="{}" title="{} UTC">{}</time>', moment.isoformat(),
+                           stamp, stamp)  # fmt: skip
 
     @admin.display(description="what happened")
     def summary(self, event: TaskEvent) -> SafeString:
-        return event_summary(summarize_event(event), event_progress(event))
-
-
-def event_time(moment: Any) -> SafeString:
-    """An event's time to the second; the script adds the time since the event before."""
-    stamp = when.absolute(moment)
-    return format_html('<time datetime="{}" title="{} UTC">{}</time>', moment.isoformat(), stamp,
-                       stamp)  # fmt: skip
-
-
-def event_summary(text: str, progress: tuple[float, float] | None) -> SafeString:
-    if progress is None:
-        return format_html('<span class="console-summary">{}</span>', text)
-    return format_html(
-        '<span class="console-summary" data-done="{}" data-total="{}">{}</span>',
-        f"{progress[0]:g}", f"{progress[1]:g}", text,
-    )  # fmt: skip
+        text, progress = summarize_event(event), event_progress(event)
+        if progress is None:
+            return format_html('<span class="console-summary">{}</span>', text)
+        return format_html(
+            '<span class="console-summary" data-done="{}" data-total="{}">{}</span>',
+            f"{progress[0]:g}", f"{progress[1]:g}", text,
+        )  # fmt: skip
 
 
 class MessageInline(ReadOnlyInline):
@@ -241,19 +235,6 @@ class ArtifactInline(ReadOnlyInline):
     @admin.display(description="parts")
     def content(self, artifact: Artifact) -> SafeString:
         return render_parts(artifact, "artifact")
-
-
-def status_html(task: Task) -> SafeString:
-    """The task's status message, with a progress bar when its agent reported numbers."""
-    status = {"message": task.status_message or {}}
-    text = summarize_parts((task.status_message or {}).get("parts") or []) or when.EMPTY
-    bar = progress_bar(status_progress(status))
-    return format_html('{} <span class="console-status-text">{}</span>', bar, text)
-
-
-def execution_label(mode: str, label: str) -> str:
-    """How a task runs, true to the way this hub runs (see `agents.kinds.mode_label`)."""
-    return kinds.mode_label(mode, label)
 
 
 # The changelist.
@@ -295,21 +276,8 @@ def search_matches(term: str) -> Q:
     return found
 
 
-def trace_link(traceparent: str) -> SafeString | str:
-    """The trace id of the call that made the task, linked to the trace viewer when
-    TRACE_URL_TEMPLATE names one ("-" for a task made while tracing was off)."""
-    trace_id = tracing.trace_id_of(traceparent)
-    if not trace_id:
-        return "-"
-    template = settings.TRACE_URL_TEMPLATE
-    if not template:
-        return trace_id
-    return format_html('<a href="{}" rel="noreferrer">{}</a>',
-                       template.replace("{trace_id}", trace_id), trace_id)  # fmt: skip
-
-
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(BigListAdmin):
     list_display = [
         "short_id", "agent", "state", "owner", "protocol_version", "binding", "execution",
         "created_at", "status_moved",
@@ -321,11 +289,6 @@ class TaskAdmin(admin.ModelAdmin):
     list_select_related = ["agent"]
     # Newest first is the one order an index keeps for every task.
     sortable_by = ["created_at"]
-    # Counting stops at 10,000 ("10,000+ tasks"); no count of the whole table, no counts per
-    # filter choice (each would be a count of its own).
-    paginator = CappedPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
     # The search box is shown for this; what it finds is `search_matches`. A pre-0.2 client
     # knows its task by the id it chose: support may be asked about that one.
     search_fields = ["id"]
@@ -360,15 +323,29 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.display(description="status message")
     def status_text(self, task: Task) -> SafeString:
-        return status_html(task)
+        """The task's status message, with a progress bar when its agent reported numbers."""
+        message = task.status_message or {}
+        text = summarize_parts(message.get("parts") or []) or when.EMPTY
+        bar = progress_bar(status_progress({"message": message}))
+        return format_html('{} <span class="console-status-text">{}</span>', bar, text)
 
     @admin.display(description="execution mode", ordering="execution_mode")
     def execution(self, task: Task) -> str:
-        return execution_label(task.execution_mode, task.get_execution_mode_display())
+        """How the task runs, true to the way this hub runs (`agents.kinds.mode_label`)."""
+        return kinds.mode_label(task.execution_mode, task.get_execution_mode_display())
 
     @admin.display(description="trace")
     def trace(self, task: Task) -> SafeString | str:
-        return trace_link(task.traceparent)
+        """The trace id of the call that made the task, linked to the trace viewer when
+        TRACE_URL_TEMPLATE names one ("-" for a task made while tracing was off)."""
+        trace_id = tracing.trace_id_of(task.traceparent)
+        if not trace_id:
+            return "-"
+        template = settings.TRACE_URL_TEMPLATE
+        if not template:
+            return trace_id
+        return format_html('<a href="{}" rel="noreferrer">{}</a>',
+                           template.replace("{trace_id}", trace_id), trace_id)  # fmt: skip
 
     @admin.display(description="status changed", ordering="status_timestamp")
     def status_moved(self, task: Task) -> SafeString:
