@@ -10,21 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks import v03_json
 from tasks.wire import ENDING_STATES, state_from_wire_name
 
-STATES = {
-    "TASK_STATE_SUBMITTED": "submitted",
-    "TASK_STATE_WORKING": "working",
-    "TASK_STATE_INPUT_REQUIRED": "input-required",
-    # 0.1 has neither of these: its guide has an agent that needs credentials ask for input
-    # (saying what to do in the status message), and a task an agent refused has failed.
+# 0.3's names, but for two states 0.1 has not: its guide has an agent that needs credentials
+# ask for input (saying what to do in the status message), and a task an agent refused has
+# failed.
+STATES = v03_json.STATES | {
     "TASK_STATE_AUTH_REQUIRED": "input-required",
-    "TASK_STATE_COMPLETED": "completed",
-    "TASK_STATE_CANCELED": "canceled",
-    "TASK_STATE_FAILED": "failed",
     "TASK_STATE_REJECTED": "failed",
 }
-ROLES = {"ROLE_USER": "user", "ROLE_AGENT": "agent"}
+ROLES = v03_json.ROLES
 
 
 def task(body: dict[str, Any], client_id: str) -> dict[str, Any]:

@@ -12,16 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-STATES = {
-    "TASK_STATE_SUBMITTED": "submitted",
-    "TASK_STATE_WORKING": "working",
-    "TASK_STATE_INPUT_REQUIRED": "input-required",
-    "TASK_STATE_AUTH_REQUIRED": "auth-required",
-    "TASK_STATE_COMPLETED": "completed",
-    "TASK_STATE_CANCELED": "canceled",
-    "TASK_STATE_FAILED": "failed",
-    "TASK_STATE_REJECTED": "rejected",
-}
+from tasks.models import TaskState
+
+# 1.0 names a state TASK_STATE_INPUT_REQUIRED where 0.3 (and the hub) says input-required.
+STATES = {f"TASK_STATE_{s.value.upper().replace('-', '_')}": s.value for s in TaskState}
 ROLES = {"ROLE_USER": "user", "ROLE_AGENT": "agent"}
 MESSAGE_KEYS = {"messageId", "role", "parts", "taskId", "contextId", "referenceTaskIds",
                 "extensions", "metadata"}  # fmt: skip
