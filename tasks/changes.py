@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import big_bodies
 from tasks.models import OPEN_STATES, Artifact, Message, Task, TaskEvent, TaskState
-from tasks.wire import PB_TO_ROLE, STATE_TO_PB, status_to_pb, task_to_pb, to_json
+from tasks.wire import PB_TO_ROLE, STATE_TO_PB, task_to_pb, to_json
 
 S = TaskState
 
@@ -182,19 +182,18 @@ class Plan:
             artifact.artifact_id = uuid.uuid4().hex
         parts = [to_json(p) for p in artifact.parts]
         row = existing.get(artifact.artifact_id)
-        if row is not None and change.append:
-            row.parts = [*row.parts, *parts]
-            row.updated_at = self.now
-            if row not in self.artifacts and row not in self.updated_artifacts:
-                self.updated_artifacts.append(row)
-        elif row is not None:
-            row.parts, row.name, row.updated_at = parts, artifact.name or row.name, self.now
-            if row not in self.artifacts and row not in self.updated_artifacts:
-                self.updated_artifacts.append(row)
-        else:
+        if row is None:
             row = artifact_row(self.task, artifact, parts, len(existing), self.now)
             existing[artifact.artifact_id] = row
             self.artifacts.append(row)
+        else:
+            if change.append:
+                row.parts = [*row.parts, *parts]
+            else:
+                row.parts, row.name = parts, artifact.name or row.name
+            row.updated_at = self.now
+            if row not in self.artifacts and row not in self.updated_artifacts:
+                self.updated_artifacts.append(row)
         update: dict[str, Any] = {
             "taskId": str(self.task.id),
             "contextId": self.task.context_id,
@@ -269,10 +268,8 @@ def plan_open(
     plan = Plan(task, 0, now)
     first = stamp(spec.message, task, pb.ROLE_USER)
     plan.add_message(first, 0)
-    opening = pb.Task(id=str(task.id), context_id=task.context_id, status=status_to_pb(task))
+    opening = task_to_pb(task)
     opening.history.append(first)
-    if task.metadata:
-        opening.metadata.update(task.metadata)
     plan.add_event("task", {"task": to_json(opening)})
     # A new task's artifacts are all new rows: none is updated in place.
     apply_changes(plan, changes, {}, 1)
