@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, DateTimeField, F, TextField, Value, When
+from django.db.models import Case, DateTimeField, F, Field, TextField, Value, When
 from django.db.models.functions import Greatest
 
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
@@ -154,10 +154,15 @@ def lost(outcomes: Sequence[Outcome]) -> None:
         Delivery.objects.filter(pk__in=ids(outcomes)).update(attempts=F("attempts") + 1)
 
 
+def per_row(key: str, values: Iterable[tuple[Any, Any]], output_field: Field) -> Case:
+    """One value for each row, by the row's `key` (one UPDATE sets a different one in each)."""
+    whens = (When(**{key: row}, then=Value(value)) for row, value in values)
+    return Case(*whens, output_field=output_field)
+
+
 def delivered(outcomes: Sequence[Outcome]) -> None:
     if outcomes:
-        at = Case(*(When(pk=o.delivery_id, then=Value(o.started_at)) for o in outcomes),
-                  output_field=DateTimeField())  # fmt: skip
+        at = per_row("pk", ((o.delivery_id, o.started_at) for o in outcomes), DateTimeField())
         Delivery.objects.filter(pk__in=ids(outcomes)).update(
             state=DeliveryState.DELIVERED, delivered_at=at, last_error="",
             attempts=F("attempts") + 1,
@@ -180,20 +185,16 @@ def retried(outcomes: Sequence[Outcome]) -> None:
     due when its first delivery is: nothing behind it is claimed before)."""
     if not outcomes:
         return
-    retry_at = Case(*(When(pk=o.delivery_id, then=Value(o.retry_at)) for o in outcomes),
-                    output_field=DateTimeField())  # fmt: skip
-    errors = Case(*(When(pk=o.delivery_id, then=Value(o.error)) for o in outcomes),
-                  output_field=TextField())  # fmt: skip
+    retry_at = per_row("pk", ((o.delivery_id, o.retry_at) for o in outcomes), DateTimeField())
+    errors = per_row("pk", ((o.delivery_id, o.error) for o in outcomes), TextField())
     Delivery.objects.filter(pk__in=ids(outcomes)).update(
         next_attempt_at=retry_at, last_error=errors, attempts=F("attempts") + 1
     )
-    queue_at = Case(*(When(config_id=o.config_id, then=Value(o.retry_at)) for o in outcomes),
-                    output_field=DateTimeField())  # fmt: skip
+    queue_at = per_row("config_id", ((o.config_id, o.retry_at) for o in outcomes), DateTimeField())
     Delivery.objects.filter(
         config_id__in={o.config_id for o in outcomes}, state=DeliveryState.PENDING
     ).exclude(pk__in=ids(outcomes)).update(next_attempt_at=Greatest(F("next_attempt_at"), queue_at))
-    config_errors = Case(*(When(pk=o.config_id, then=Value(o.error)) for o in outcomes),
-                         output_field=TextField())  # fmt: skip
+    config_errors = per_row("pk", ((o.config_id, o.error) for o in outcomes), TextField())
     PushNotificationConfig.objects.filter(pk__in={o.config_id for o in outcomes}).update(
         last_error=config_errors
     )
@@ -203,9 +204,8 @@ def gone(outcomes: Sequence[Outcome]) -> None:
     """A 410 turns the config off and gives up its pending deliveries."""
     if not outcomes:
         return
-    configs = {o.config_id for o in outcomes}
     Delivery.objects.filter(pk__in=ids(outcomes)).update(attempts=F("attempts") + 1)
-    disable(configs, GONE_REASON)
+    disable({o.config_id for o in outcomes}, GONE_REASON)
 
 
 def disable(config_ids: Iterable[int], reason: str) -> None:
