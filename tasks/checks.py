@@ -15,7 +15,7 @@ from django.apps import AppConfig
 from django.core import checks
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Field, Model
-from django.db.models.fields import NOT_PROVIDED, AutoFieldMixin
+from django.db.models.fields import NOT_PROVIDED
 
 # What the check refuses, by id. The message follows the field (or model) it is about.
 MESSAGES = {
@@ -80,13 +80,9 @@ def field_problems(field: Field, inserted: bool) -> list[checks.CheckMessage]:
         errors.append(error("tasks.E002", field))
     if inserted and sql.converter(field) is None:
         errors.append(error("tasks.E003", field, kind=type(field).__name__))
-    if not inserted and not (field.null or field.has_default() or is_automatic_key(field)):
+    if not inserted and not (field.null or field.has_default() or sql.is_automatic_key(field)):
         errors.append(error("tasks.E005", field))
     return errors
-
-
-def is_automatic_key(field: Field) -> bool:
-    return field.primary_key and isinstance(field, AutoFieldMixin)
 
 
 def missing_fields(named: Mapping[type[Model], Iterable[str]]) -> list[checks.CheckMessage]:

@@ -112,12 +112,12 @@ def task_key(task_id: Any) -> Any:
 INSERTED: tuple[type[Model], ...] = (Task, Message, Artifact, TaskEvent)
 
 
+def is_automatic_key(field: Field) -> bool:
+    return field.primary_key and isinstance(field, AutoFieldMixin)
+
+
 def inserted_fields(model: type[Model]) -> list[Field]:
-    return [
-        f
-        for f in model._meta.concrete_fields
-        if not (f.primary_key and isinstance(f, AutoFieldMixin))
-    ]
+    return [f for f in model._meta.concrete_fields if not is_automatic_key(f)]
 
 
 @cache
@@ -379,7 +379,6 @@ def change_statement(change: Change) -> tuple[str, list[Any]]:
 
 
 ARTIFACT_UPDATED = ("artifact_id", "parts", "name", "updated_at")
-UPDATED_SET = ARTIFACT_UPDATED[1:]  # found by its id, in the task
 
 
 @cache
