@@ -73,11 +73,8 @@ def pending_text(count: int, what: tuple[str, str], days: int, batch_size: int) 
     per_run = batch_size * MAX_BATCHES
     when = " at the next run" if count <= per_run else f", up to {per_run:,} a run"
     noun = what[0] if count == 1 else what[1]
-    return f"{number} {noun} older than {plural(days, 'day')} will be pruned{when}."
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+    age = f"{days:,} day" if days == 1 else f"{days:,} days"
+    return f"{number} {noun} older than {age} will be pruned{when}."
 
 
 def tasks_pending_text() -> str:
