@@ -102,12 +102,6 @@ def read_task(task_id: uuid.UUID | str) -> Task:
     return found
 
 
-def state_of(task_id: uuid.UUID | str) -> tuple[str | None, bool]:
-    """The task's state and whether it has webhooks ((None, False): no such task)."""
-    found = Task.objects.filter(id=task_id).values_list("state", "push_enabled").first()
-    return found or (None, False)
-
-
 def sequence_state_of(task_id: uuid.UUID | str) -> tuple[str | None, int, bool]:
     """The task's state, its last event's number and whether it has webhooks ((None, 0,
     False): no such task)."""

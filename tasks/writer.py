@@ -216,7 +216,7 @@ async def apply(
             return plan
         if after is not None and await written_before(task_id, after, end, plan):
             return plan
-        state, pushed = await sync_to_async(reading.state_of)(task_id)
+        state, _, pushed = await sync_to_async(reading.sequence_state_of)(task_id)
         if not (state in states and pushed and not followed):
             raise TransitionRefused(state, end)
         known.push_enabled = True
@@ -284,7 +284,7 @@ async def cancel(task_id: uuid.UUID | str, owner: str, reason: str = "") -> Outc
 
 async def fail_stale(task_id: uuid.UUID | str, reason: str) -> bool:
     """Fail an open task whose runner went silent; False when it finished meanwhile."""
-    state, _ = await sync_to_async(reading.state_of)(task_id)
+    state, _, _ = await sync_to_async(reading.sequence_state_of)(task_id)
     if state is None or state in TERMINAL_STATES:
         return False
     failure = [StatusChange(S.FAILED, agent_text(reason))]
