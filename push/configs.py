@@ -86,7 +86,6 @@ def create_config(
     """Create or replace the task's config with this id (one is made when it has none). Its
     deliveries speak `version`, the version of the request that gave it (PROTOCOL.md 5),
     which may not be the one the task was made in (the task's, when not given)."""
-    config_id = config.id or unused_id(task)
     fields = {
         "url": config.url,
         "token": config.token,
@@ -97,11 +96,9 @@ def create_config(
         "disabled_reason": "",
     }
     with transaction.atomic():
-        existing = PushNotificationConfig.objects.filter(task=task)
-        if existing.count() >= MAX_CONFIGS_PER_TASK and not existing.filter(config_id=config_id):
-            raise invalid_params("id", f"a task has at most {MAX_CONFIGS_PER_TASK} configs")
+        name_given(task, config)
         row, _ = PushNotificationConfig.objects.update_or_create(
-            task=task, config_id=config_id, defaults=fields
+            task=task, config_id=config.id, defaults=fields
         )
         if not task.push_enabled:
             Task.objects.filter(id=task.id).update(push_enabled=True)
@@ -110,8 +107,9 @@ def create_config(
 
 
 def name_given(task: Task, config: pb.TaskPushNotificationConfig) -> None:
-    """Name a config sent with a follow-up as `create_config` would, and refuse it past the
-    limit: the writer then stores it with the message, in the same write."""
+    """Name a new config ("default" for a task's first) and refuse it past the limit; one
+    given again under its id replaces the stored one. `create_config` stores it next; one
+    sent with a follow-up, the writer stores with the message, in the same write."""
     config.id = config.id or unused_id(task)
     existing = PushNotificationConfig.objects.filter(task=task)
     if existing.count() >= MAX_CONFIGS_PER_TASK and not existing.filter(config_id=config.id):
