@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tasks import v03_json
+from tasks.v03_json import present
 from tasks.wire import ENDING_STATES, state_from_wire_name
 
 # 0.3's names, but for two states 0.1 has not: its guide has an agent that needs credentials
@@ -48,9 +49,7 @@ def status(body: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"state": STATES.get(body.get("state", ""), "unknown")}
     if "message" in body:
         out["message"] = message(body["message"])
-    if "timestamp" in body:
-        out["timestamp"] = body["timestamp"]
-    return out
+    return out | present(body, "timestamp")
 
 
 def message(body: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +59,7 @@ def message(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def artifact(body: dict[str, Any], index: int) -> dict[str, Any]:
-    out: dict[str, Any] = {key: body[key] for key in ("name", "description") if key in body}
+    out = present(body, "name", "description")
     out["parts"] = [part(p) for p in body.get("parts", [])]
     out["metadata"] = body.get("metadata", {})
     out["index"] = index
@@ -81,9 +80,7 @@ def part(body: dict[str, Any]) -> dict[str, Any]:
         out = {"type": "data", "data": data if isinstance(data, dict) else {"value": data}}
     else:
         out = {"type": "text", "text": body.get("text", "")}
-    if "metadata" in body:
-        out["metadata"] = body["metadata"]
-    return out
+    return out | present(body, "metadata")
 
 
 def ends(state: str) -> bool:
@@ -130,7 +127,4 @@ class Stream:
         chunk = artifact(body, index)
         chunk["append"] = bool(update.get("append", False))
         chunk["lastChunk"] = bool(update.get("lastChunk", False))
-        out: dict[str, Any] = {"id": self.client_id, "artifact": chunk}
-        if "metadata" in update:
-            out["metadata"] = update["metadata"]
-        return out
+        return {"id": self.client_id, "artifact": chunk, **present(update, "metadata")}

@@ -49,13 +49,16 @@ def known(body: dict[str, Any], keys: set[str]) -> dict[str, Any]:
     return body
 
 
+def present(body: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The members `keys` of `body` that it has: what 1.0 left out, 0.3 leaves out too."""
+    return {key: body[key] for key in keys if key in body}
+
+
 def status_update(update: dict[str, Any], final: bool) -> dict[str, Any]:
     known(update, {"taskId", "contextId", "status", "metadata"})
     out = {"contextId": update["contextId"], "final": final, "kind": "status-update",
            "status": status(update["status"]), "taskId": update["taskId"]}  # fmt: skip
-    if "metadata" in update:
-        out["metadata"] = update["metadata"]
-    return out
+    return out | present(update, "metadata")
 
 
 def artifact_update(update: dict[str, Any]) -> dict[str, Any]:
@@ -64,9 +67,7 @@ def artifact_update(update: dict[str, Any]) -> dict[str, Any]:
            "artifact": artifact(update["artifact"]), "contextId": update["contextId"],
            "kind": "artifact-update", "lastChunk": bool(update.get("lastChunk", False)),
            "taskId": update["taskId"]}  # fmt: skip
-    if "metadata" in update:
-        out["metadata"] = update["metadata"]
-    return out
+    return out | present(update, "metadata")
 
 
 def task(body: dict[str, Any]) -> dict[str, Any]:
@@ -77,16 +78,12 @@ def task(body: dict[str, Any]) -> dict[str, Any]:
         out["history"] = [message(m) for m in body["history"]]
     if "artifacts" in body:
         out["artifacts"] = [artifact(a) for a in body["artifacts"]]
-    if "metadata" in body:
-        out["metadata"] = body["metadata"]
-    return out
+    return out | present(body, "metadata")
 
 
 def status(body: dict[str, Any]) -> dict[str, Any]:
     known(body, STATUS_KEYS)
-    out: dict[str, Any] = {"state": STATES[body["state"]]}
-    if "timestamp" in body:
-        out["timestamp"] = body["timestamp"]
+    out: dict[str, Any] = {"state": STATES[body["state"]], **present(body, "timestamp")}
     if "message" in body:
         out["message"] = message(body["message"])
     return out
@@ -96,19 +93,13 @@ def message(body: dict[str, Any]) -> dict[str, Any]:
     known(body, MESSAGE_KEYS)
     out = {"kind": "message", "messageId": body["messageId"], "role": ROLES[body["role"]],
            "parts": [part(p) for p in body["parts"]]}  # fmt: skip
-    for key in ("contextId", "taskId", "referenceTaskIds", "extensions", "metadata"):
-        if key in body:
-            out[key] = body[key]
-    return out
+    return out | present(body, "contextId", "taskId", "referenceTaskIds", "extensions", "metadata")
 
 
 def artifact(body: dict[str, Any]) -> dict[str, Any]:
     known(body, ARTIFACT_KEYS)
     out = {"artifactId": body["artifactId"], "parts": [part(p) for p in body["parts"]]}
-    for key in ("name", "description", "extensions", "metadata"):
-        if key in body:
-            out[key] = body[key]
-    return out
+    return out | present(body, "name", "description", "extensions", "metadata")
 
 
 def part(body: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +118,4 @@ def part(body: dict[str, Any]) -> dict[str, Any]:
         out = {"file": file, "kind": "file"}
     else:
         raise Unmapped("part")
-    if "metadata" in body:
-        out["metadata"] = body["metadata"]
-    return out
+    return out | present(body, "metadata")
