@@ -167,8 +167,7 @@ async def finish(updater: TaskUpdater) -> None:
         await updater.write_failure()
         return
     if updater.stopped:
-        if not updater.settled.done():
-            updater.settled.set_result(changes.Outcome(TaskState.CANCELED, 0))
+        updater.settle(changes.Outcome(TaskState.CANCELED, 0))
         if updater.streamed:
             await hand_over_missed(updater)
         return

@@ -177,10 +177,14 @@ class TaskUpdater:
         assert reply is not None
         reply.context_id = self.context_id
         self.stopped = True
-        if not self.settled.done():
-            self.settled.set_result(reply)
+        self.settle(reply)
 
     # -- the runner's side ---------------------------------------------------------------
+
+    def settle(self, result: Outcome | pb.Message) -> None:
+        """Hand the waiters the turn's end, unless an earlier end was handed them already."""
+        if not self.settled.done():
+            self.settled.set_result(result)
 
     @property
     def is_over(self) -> bool:
@@ -223,7 +227,7 @@ class TaskUpdater:
             # Someone else (a cancel, the recovery job) ended the task first.
             logger.info("task %s moved on without its runner: %s", self.task_id, exc)
             self.stopped = True
-            self._settle_from_store()
+            self.settle(Outcome(S.CANCELED, 0))
             return False
         except DATABASE_AWAY as exc:
             logger.warning(
@@ -243,8 +247,8 @@ class TaskUpdater:
             return False
         self.stored_state = outcome.state
         self.last_sequence = outcome.last_sequence
-        if outcome.state in ENDING_STATES and not self.settled.done():
-            self.settled.set_result(outcome)
+        if outcome.state in ENDING_STATES:
+            self.settle(outcome)
         return True
 
     async def _store_retrying(self, changes: list[Change]) -> Outcome:
@@ -299,8 +303,7 @@ class TaskUpdater:
             if snapshot is None:
                 snapshot = task_to_pb(plan.task)
                 snapshot.history.append(self.spec.message)
-        if not self.settled.done():
-            self.settled.set_result(Outcome(S.FAILED, self.last_sequence, snapshot))
+        self.settle(Outcome(S.FAILED, self.last_sequence, snapshot))
 
     async def write_failure(self) -> None:
         """Write the failure of a turn the outage ended (`unwritten`) once the database is
@@ -329,7 +332,3 @@ class TaskUpdater:
                     )
                     return
             await asyncio.sleep(FAILURE_WRITE_EVERY)
-
-    def _settle_from_store(self) -> None:
-        if not self.settled.done():
-            self.settled.set_result(Outcome(S.CANCELED, 0))
