@@ -171,10 +171,9 @@ def summarize_artifact_update(update: dict[str, Any]) -> str:
 # The timeline: read-only inlines.
 
 
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = False
+class ReadOnly:
+    """Rows shown as a record: nothing is added, changed or deleted here (a task changes
+    through the writer alone)."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -184,6 +183,12 @@ class ReadOnlyInline(admin.TabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ReadOnlyInline(ReadOnly, admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
 
 
 class TaskEventInline(ReadOnlyInline):
@@ -277,7 +282,7 @@ def search_matches(term: str) -> Q:
 
 
 @admin.register(Task)
-class TaskAdmin(BigListAdmin):
+class TaskAdmin(ReadOnly, BigListAdmin):
     list_display = [
         "short_id", "agent", "state", "owner", "protocol_version", "binding", "execution",
         "created_at", "status_moved",
@@ -304,16 +309,7 @@ class TaskAdmin(BigListAdmin):
     ]  # fmt: skip
     readonly_fields = ["status_text", "execution", "trace"]
 
-    # State changes only through the writer: the admin shows tasks and cancels them.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+    # State changes only through the writer (`ReadOnly`): the admin shows tasks and cancels them.
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("tasks.change_task")
 
