@@ -148,11 +148,10 @@ def insert_sql(model: type[Model], count: int) -> str:
 # The part of a statement that inserted the events, returning their id and sequence: the
 # rows a hook adds per event read them from it.
 NEW_EVENTS = "new_events"
-RETURNED = "RETURNING {id} AS id, {sequence} AS sequence"
 
 
 def returned_events() -> str:
-    return RETURNED.format(id=column(TaskEvent, "id"), sequence=column(TaskEvent, "sequence"))
+    return f"RETURNING {column(TaskEvent, 'id')} AS id, {column(TaskEvent, 'sequence')} AS sequence"
 
 
 @lru_cache(maxsize=256)
@@ -455,13 +454,6 @@ def fetch_all(statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in cursor.fetchall()]
 
 
-def fetch_one(statement: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        row = cursor.fetchone()
-    return None if row is None else tuple(row)
-
-
 # ---- The claim of a stored task -------------------------------------------------------------
 
 CLAIMED_COLUMNS = (
@@ -523,10 +515,10 @@ def claim_task(task_id: Any, token: str, runner: str, now: Any) -> Claimed | Non
         width = len(CLAIMED_COLUMNS)
         task_row, message_rows = rows[0][:width], [r[width:] for r in rows if r[width] is not None]
     else:
-        found = fetch_one(claim, params)
-        if found is None:
+        rows = fetch_all(claim, params)
+        if not rows:
             return None
-        task_row, message_rows = found, fetch_all(messages_sql(), [key])
+        task_row, message_rows = rows[0], fetch_all(messages_sql(), [key])
     claimed = converted(Task, CLAIMED_COLUMNS, task_row)
     claimed["push_enabled"] = bool(claimed["push_enabled"])
     messages = [
