@@ -44,6 +44,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -175,13 +176,10 @@ class Engine:
         held, self.connected_at = self.connected_at, time.monotonic()
         try:
             return fn(*args)
-        except (InterfaceError, OperationalError):
+        except Exception as exc:
             self.give_back()
-            if not held:
+            if not held or not isinstance(exc, InterfaceError | OperationalError):
                 raise
-        except Exception:
-            self.give_back()
-            raise
         # A connection held while idle is dead after the database restarted: once more on a
         # new one, as the claimer and the writer would a second later (a statement that failed
         # to reach the database committed nothing).
@@ -459,10 +457,7 @@ def delivery_span(target: Target, item: Item) -> Any:
 
 def write_batch(batch: list[Outcome], releases: list[int]) -> None:
     outcomes.record(batch, releases)
-    counted: dict[str, int] = {}
-    for outcome in batch:
-        if outcome.kind in COUNTED:
-            counted[outcome.kind] = counted.get(outcome.kind, 0) + 1
+    counted = Counter(outcome.kind for outcome in batch if outcome.kind in COUNTED)
     metrics.shared_counts("a2ahub_push_attempts", [({"outcome": k}, n) for k, n in counted.items()])
 
 
