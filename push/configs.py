@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from operator import attrgetter
 from urllib.parse import urlsplit
 
 from a2a.types import a2a_pb2 as pb
@@ -19,7 +20,8 @@ INBOX_PATH = "/push/inbox/"
 DEFAULT_ID = "default"
 
 
-# The fields of a config a client gives, by the name the error names, and where they are kept.
+# The fields of a config a client gives, by the name the error names (its attribute path in
+# the config), and where they are kept.
 STORED_AS = {"id": "config_id", "url": "url", "token": "token",
              "authentication.scheme": "auth_scheme",
              "authentication.credentials": "auth_credentials"}  # fmt: skip
@@ -31,12 +33,6 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110 11.1)
 
 
-def fields_given(config: pb.TaskPushNotificationConfig) -> list[tuple[str, str]]:
-    return [("id", config.id), ("url", config.url), ("token", config.token),
-            ("authentication.scheme", config.authentication.scheme),
-            ("authentication.credentials", config.authentication.credentials)]  # fmt: skip
-
-
 def check_config(config: pb.TaskPushNotificationConfig) -> None:
     """Refuse a webhook URL the hub must not call (private addresses and the like), and a
     field longer than the hub keeps."""
@@ -44,7 +40,8 @@ def check_config(config: pb.TaskPushNotificationConfig) -> None:
 
     if not config.url:
         raise invalid_params("url", "is required")
-    for name, value in fields_given(config):
+    for name in STORED_AS:
+        value = attrgetter(name)(config)
         limit = field(PushNotificationConfig, STORED_AS[name]).max_length
         if limit is not None and len(value) > limit:
             raise invalid_params(name, f"must be at most {limit} characters")
