@@ -46,4 +46,4 @@ def deliveries_pending_text() -> str:
         return "Finished deliveries are kept forever (PUSH_DELIVERY_RETENTION_DAYS is 0)."
     count = sum(count_capped(prunable_deliveries(state, days)) for state in FINISHED_STATES)
     what = ("delivered or abandoned delivery", "delivered or abandoned deliveries")
-    return pending_text(count, what, days, settings.RETENTION_BATCH_SIZE)
+    return pending_text(count, what, days)

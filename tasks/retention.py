@@ -67,10 +67,11 @@ def count_capped(queryset: QuerySet) -> int:
     return queryset.order_by()[: COUNT_LIMIT + 1].count()
 
 
-def pending_text(count: int, what: tuple[str, str], days: int, batch_size: int) -> str:
-    """The admin's line on what the next runs delete; `what` is the noun, singular and plural."""
+def pending_text(count: int, what: tuple[str, str], days: int) -> str:
+    """The admin's line on what the next runs (of RETENTION_BATCH_SIZE rows a batch) delete;
+    `what` is the noun, singular and plural."""
     number = f"More than {COUNT_LIMIT:,}" if count > COUNT_LIMIT else f"{count:,}"
-    per_run = batch_size * MAX_BATCHES
+    per_run = settings.RETENTION_BATCH_SIZE * MAX_BATCHES
     when = " at the next run" if count <= per_run else f", up to {per_run:,} a run"
     noun = what[0] if count == 1 else what[1]
     age = f"{days:,} day" if days == 1 else f"{days:,} days"
@@ -82,5 +83,4 @@ def tasks_pending_text() -> str:
     if not days:
         return "Finished tasks are kept forever (TASK_RETENTION_DAYS is 0)."
     count = count_capped(prunable_tasks(days))
-    what = ("finished task", "finished tasks")
-    return pending_text(count, what, days, settings.RETENTION_BATCH_SIZE)
+    return pending_text(count, ("finished task", "finished tasks"), days)
