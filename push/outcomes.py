@@ -62,11 +62,7 @@ def record(outcomes: Sequence[Outcome], releases: Iterable[int]) -> None:
     try:
         write(outcomes, releases)
     except IntegrityError:
-        existing = set(
-            Delivery.objects.filter(pk__in={o.delivery_id for o in outcomes}).values_list(
-                "pk", flat=True
-            )
-        )
+        existing = set(Delivery.objects.filter(pk__in=ids(outcomes)).values_list("pk", flat=True))
         logger.info("some deliveries were deleted while they were sent; recording the others")
         write([o for o in outcomes if o.delivery_id in existing], releases)
 

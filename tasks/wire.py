@@ -165,9 +165,7 @@ def stream_event_json(event: dict[str, Any], version: str) -> dict[str, Any]:
     if version == V1:
         return event
     fast = v03_json.event(event, final=event_ends_stream(event))
-    if fast is not None:
-        return fast
-    return stream_event_json_by_sdk(event)
+    return fast if fast is not None else stream_event_json_by_sdk(event)
 
 
 def stream_event_json_by_sdk(event: dict[str, Any]) -> dict[str, Any]:
