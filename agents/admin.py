@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import models
 from django.db.models import Count, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
@@ -18,22 +17,16 @@ from django.utils.html import format_html
 from a2ahub.admin_columns import shorten
 from agents import audit, audit_admin, cards  # noqa: F401  (audit_admin registers its lists)
 from agents.card_trust import TRUST_FIELDS
-from agents.forms import AgentForm, ApiKeyForm, LimitedJSONField, SkillForm, SkillFormSet
+from agents.forms import AgentForm, ApiKeyForm, SkillForm, SkillFormSet
 from agents.lookup import forget_agents
 from agents.models import AccessVia, Agent, ApiKey, Skill
 from agents.views import public_base_url
-
-# JSON fields refuse a value nested past the hub's limit (a 500 otherwise).
-JSON_FIELDS: dict[type[models.Field[Any, Any]], dict[str, Any]] = {
-    models.JSONField: {"form_class": LimitedJSONField}
-}
 
 
 class SkillInline(admin.StackedInline):
     model = Skill
     form = SkillForm
     formset = SkillFormSet
-    formfield_overrides = JSON_FIELDS
     extra = 0
     min_num = 0
     fields = [
@@ -51,7 +44,6 @@ class SkillInline(admin.StackedInline):
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
     form = AgentForm
-    formfield_overrides = JSON_FIELDS
     inlines = [SkillInline]
     list_display = [
         "slug",

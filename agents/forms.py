@@ -8,10 +8,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db import models
 from django.forms.models import construct_instance
 
-from a2ahub import nesting
 from agents import card_trust, kinds
 from agents.cards import validate_agent_card
 from agents.inputs import (
@@ -30,36 +28,6 @@ from agents.validators import validate_security_requirements_reference
 # Stands in for the skills of an agent that has none yet, so the agent's own fields can be
 # judged before its skills exist; the skill formset insists on a real one.
 PLACEHOLDER_SKILL = Skill(skill_id="placeholder", name="placeholder", description="-", tags=["x"])
-
-
-class LimitedJSONField(forms.JSONField):
-    """Django's JSON form field, refusing a value nested past the hub's limit
-    (`a2ahub.nesting`) with an error naming it: json and the checks after it recurse, and a
-    RecursionError would be a 500."""
-
-    def to_python(self, value: Any) -> Any:
-        try:
-            converted = super().to_python(value)
-        except RecursionError:
-            raise forms.ValidationError(str(nesting.TooDeep("This value"))) from None
-        try:
-            nesting.check(converted, "This value")
-        except nesting.TooDeep as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return converted
-
-    def bound_data(self, data: Any, initial: Any) -> Any:
-        try:
-            return super().bound_data(data, initial)
-        except RecursionError:  # shown back as typed, as any JSON that does not parse
-            return forms.fields.InvalidJSONInput(data)
-
-
-def limited_formfield(field: models.Field[Any, Any], **kwargs: Any) -> forms.Field | None:
-    """The form field of a model field, with the nesting limit on JSON fields."""
-    if isinstance(field, models.JSONField):
-        kwargs.setdefault("form_class", LimitedJSONField)
-    return field.formfield(**kwargs)
 
 
 def true_mode_labels(field: Any) -> None:
@@ -100,7 +68,6 @@ class AgentForm(forms.ModelForm):
 
     class Meta:
         model = Agent
-        formfield_callback = limited_formfield
         fields = [
             "slug", "name", "description", "version", "enabled", "public", "owner",
             "provider_organization", "provider_url", "icon_url", "documentation_url",
