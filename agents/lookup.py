@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models.signals import post_delete, post_save
@@ -24,10 +24,11 @@ _by_id: dict[int, tuple[float, Agent | None]] = {}  # for worker jobs, which kno
 _lock = threading.Lock()
 
 
-# Answers kept at most: a client naming slugs of its own (a shared endpoint's `tenant`) must
-# not grow the cache without end.
+# Answers kept at most, per cache: a client naming slugs of its own (a shared endpoint's
+# `tenant`) must not grow the cache without end.
 MAX_KEPT = 4096
 SLUG = re.compile(SLUG_PATTERN)
+Key = TypeVar("Key", str, int)
 
 
 def is_slug(text: str) -> bool:
@@ -40,32 +41,30 @@ def find_agent(slug: str) -> Agent | None:
     """The enabled agent with this slug (skills loaded), or None."""
     if not is_slug(slug):
         return None
-    now = time.monotonic()
-    with _lock:
-        hit = _cache.get(slug)
-    if hit is not None and hit[0] > now:
-        return hit[1]
-    agent = Agent.objects.filter(slug=slug, enabled=True).prefetch_related("skills").first()
-    if settings.AGENT_CACHE_SECONDS > 0:
-        with _lock:
-            if len(_cache) >= MAX_KEPT:
-                _cache.clear()
-            _cache[slug] = (now + settings.AGENT_CACHE_SECONDS, agent)
-    return agent
+    return _remembered(_cache, slug, slug=slug, enabled=True)
 
 
 def agent_by_id(pk: int) -> Agent | None:
     """The agent with this id (skills loaded), enabled or not: the runner of a task already
     accepted needs its agent whatever happened to it since."""
+    return _remembered(_by_id, pk, pk=pk)
+
+
+def _remembered(
+    cache: dict[Key, tuple[float, Agent | None]], key: Key, **lookup: Any
+) -> Agent | None:
+    """The cached answer for `key`, or the agent `lookup` finds, kept AGENT_CACHE_SECONDS."""
     now = time.monotonic()
     with _lock:
-        hit = _by_id.get(pk)
+        hit = cache.get(key)
     if hit is not None and hit[0] > now:
         return hit[1]
-    agent = Agent.objects.filter(pk=pk).prefetch_related("skills").first()
+    agent = Agent.objects.filter(**lookup).prefetch_related("skills").first()
     if settings.AGENT_CACHE_SECONDS > 0:
         with _lock:
-            _by_id[pk] = (now + settings.AGENT_CACHE_SECONDS, agent)
+            if len(cache) >= MAX_KEPT:
+                cache.clear()
+            cache[key] = (now + settings.AGENT_CACHE_SECONDS, agent)
     return agent
 
 
