@@ -21,10 +21,6 @@ class RunsOnAKind(Protocol):
     execution_mode: str
 
 
-def kinds() -> dict[str, dict[str, str]]:
-    return dict(settings.EXECUTOR_KINDS)
-
-
 def execution_mode(agent: RunsOnAKind) -> str:
     """The agent's own choice, or its executor kind's default."""
     if agent.execution_mode:
