@@ -114,47 +114,43 @@ def as_text(values: dict[str, Any]) -> str:
     return shortened(when.plain(dict(sorted(values.items()))), code=True)
 
 
-def last_use_of(**match: Any) -> Subquery:
-    """The latest `last_used_at` of the credential uses matching `match` (an OuterRef)."""
-    uses = CredentialUse.objects.filter(**match).order_by("-last_used_at")
-    return Subquery(uses.values("last_used_at")[:1])
-
-
 AccessToken = get_access_token_model()
 Application = get_application_model()
 TokenAdminBase: Any = get_access_token_admin_class()
 ApplicationAdminBase: Any = get_application_admin_class()
 
 
-class TokenAdmin(TokenAdminBase):  # type: ignore[misc]
+class LastUsedColumn(admin.ModelAdmin):
+    """A "last used" column: the latest `last_used_at` of the credential uses whose
+    `used_by` field names the row."""
+
+    used_by = ""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        uses = CredentialUse.objects.filter(**{self.used_by: OuterRef("pk")})
+        latest = Subquery(uses.order_by("-last_used_at").values("last_used_at")[:1])
+        return super().get_queryset(request).annotate(_last_used=latest)
+
+    @admin.display(description="last used (audit log)", ordering="_last_used")
+    def last_used(self, row: Any) -> Any:
+        return getattr(row, "_last_used", None)
+
+
+class TokenAdmin(LastUsedColumn, TokenAdminBase):  # type: ignore[misc]
     """django-oauth-toolkit's token list, with when each token last called an agent."""
 
     list_display = [*TokenAdminBase.list_display, "last_used"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request)
-        return queryset.annotate(_last_used=last_use_of(token_id=OuterRef("pk")))
-
-    @admin.display(description="last used (audit log)", ordering="_last_used")
-    def last_used(self, token: Any) -> Any:
-        return getattr(token, "_last_used", None)
+    used_by = "token_id"
 
 
-class ApplicationAdmin(ApplicationAdminBase):  # type: ignore[misc]
+class ApplicationAdmin(LastUsedColumn, ApplicationAdminBase):  # type: ignore[misc]
     """django-oauth-toolkit's application list, with when its tokens last called an agent."""
 
     list_display = [*ApplicationAdminBase.list_display, "last_used"]
+    used_by = "application_id"
     # The model's own page is django-oauth-toolkit's management view, which the hub does not
     # mount (developers manage theirs at /dev/applications/): the button led to a 500.
     view_on_site = False
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request)
-        return queryset.annotate(_last_used=last_use_of(application_id=OuterRef("pk")))
-
-    @admin.display(description="last used (audit log)", ordering="_last_used")
-    def last_used(self, application: Any) -> Any:
-        return getattr(application, "_last_used", None)
 
 
 for model, model_admin in ((AccessToken, TokenAdmin), (Application, ApplicationAdmin)):
