@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,14 +37,14 @@ PRUNE_BATCH = 500
 
 @dataclass(frozen=True)
 class UseKey:
-    """One row of `CredentialUse`: what a call is counted under."""
+    """One row of `CredentialUse`: what a call is counted under (its fields, by their names)."""
 
     agent_id: int
     agent_slug: str
     principal: str
     user_id: int | None
-    kind: str
-    ref: str
+    credential_kind: str
+    credential_ref: str
     api_key_id: int | None
     application_id: int | None
     token_id: int | None
@@ -139,8 +139,8 @@ def flush() -> int:
 
 def write_use(key: UseKey, pending: Pending) -> None:
     rows = CredentialUse.objects.filter(
-        agent_id=key.agent_id, principal=key.principal, credential_kind=key.kind,
-        credential_ref=key.ref, binding=key.binding, version=key.version,
+        agent_id=key.agent_id, principal=key.principal, credential_kind=key.credential_kind,
+        credential_ref=key.credential_ref, binding=key.binding, version=key.version,
     )  # fmt: skip
     changes = {
         "calls": F("calls") + pending.calls,
@@ -151,12 +151,11 @@ def write_use(key: UseKey, pending: Pending) -> None:
     try:
         with transaction.atomic():
             CredentialUse.objects.create(
-                agent_id=key.agent_id, agent_slug=key.agent_slug, principal=key.principal,
-                user_id=key.user_id, credential_kind=key.kind, credential_ref=key.ref,
-                api_key_id=key.api_key_id, application_id=key.application_id,
-                token_id=key.token_id, binding=key.binding, version=key.version,
-                first_used_at=pending.first, last_used_at=pending.last, calls=pending.calls,
-            )  # fmt: skip
+                **asdict(key),
+                first_used_at=pending.first,
+                last_used_at=pending.last,
+                calls=pending.calls,
+            )
     except IntegrityError:
         # Another process made the row first; or the agent, key or application is gone since
         # the call, and then there is nothing left to count it against.
