@@ -199,9 +199,7 @@ class AgentForm(forms.ModelForm):
             self.add_error(None, exc)
             return
         for field, errors in exc.error_dict.items():
-            target = field if field in self.fields else None
-            if field == "skills":
-                target = None
+            target = field if field in self.fields and field != "skills" else None
             self.add_error(target, errors)
 
 

@@ -3,7 +3,6 @@ django-oauth-toolkit) and RFC 9728 protected-resource metadata, for the hub and 
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +14,7 @@ from oauth2_provider.models import AccessToken
 from oauthlib.common import Request as OauthlibRequest
 
 from agents import scopes as scope_rules
+from agents.credential_rows import token_checksum
 from agents.lookup import find_agent
 from agents.views import json_not_found, public_base_url
 
@@ -90,7 +90,7 @@ def may_introspect(client: Any, token: str) -> bool:
         return False
     if client.client_id in settings.OAUTH2_INTROSPECTION_CLIENT_IDS:
         return True
-    checksum = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    checksum = token_checksum(token)
     return AccessToken.objects.filter(token_checksum=checksum, application=client).exists()
 
 

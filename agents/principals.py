@@ -120,11 +120,11 @@ def credential_for_scheme(request: Request, scheme: dict[str, Any]) -> list[str]
 
 
 def find_key(raw: str, agent: Agent) -> ApiKey | None:
-    parts = raw.split("_")
-    if len(parts) < 3 or parts[0] != "a2a":
+    prefix = credential_rows.key_prefix(raw)
+    if prefix is None:
         return None
     key = (
-        ApiKey.objects.filter(prefix=parts[1], revoked_at__isnull=True)
+        ApiKey.objects.filter(prefix=prefix, revoked_at__isnull=True)
         .filter(Q(agent__isnull=True) | Q(agent=agent))
         .first()
     )

@@ -50,8 +50,7 @@ def serve_card(request: HttpRequest, agent: Agent, variant: str = "") -> HttpRes
 
 def _if_none_match(request: HttpRequest) -> set[str]:
     header = request.headers.get("If-None-Match", "")
-    tags = {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
-    return tags
+    return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
 
 
 @csrf_exempt  # a POST is a 405, not the CSRF check's HTML 403
