@@ -21,7 +21,6 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 
 from agents import card_signing
@@ -201,9 +200,7 @@ def build_capabilities(agent: Agent) -> pb.AgentCapabilities:
             required=bool(ext.get("required", False)),
         )
         if ext.get("params"):
-            params = struct_pb2.Struct()
-            params.update(ext["params"])
-            extension.params.CopyFrom(params)
+            extension.params.update(ext["params"])
     return capabilities
 
 
