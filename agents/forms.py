@@ -21,9 +21,13 @@ from agents.inputs import (
     SchemesField,
     StringListField,
 )
-from agents.kinds import check_settings, settings_forms
+from agents.kinds import settings_forms
 from agents.models import Agent, ApiKey, KeyScope, Skill, default_modes
 from agents.validators import validate_security_requirements_reference
+
+# The agent's kind judges its settings (a `python` agent names registered functions, an `http`
+# agent a backend URL the hub may call, ...); the settings forms and the API judge by it too.
+validate_executor_settings = kinds.check_settings
 
 # Stands in for the skills of an agent that has none yet, so the agent's own fields can be
 # judged before its skills exist; the skill formset insists on a real one.
@@ -201,12 +205,6 @@ class AgentForm(forms.ModelForm):
         for field, errors in exc.error_dict.items():
             target = field if field in self.fields and field != "skills" else None
             self.add_error(target, errors)
-
-
-def validate_executor_settings(kind: str, settings: dict[str, Any]) -> None:
-    """The agent's kind judges its settings (a `python` agent names registered functions, an
-    `http` agent a backend URL the hub may call, ...)."""
-    check_settings(kind, settings)
 
 
 class SkillForm(forms.ModelForm):
