@@ -65,25 +65,14 @@ class Command(BaseCommand):
         manage = Path(settings.BASE_DIR) / "manage.py"
         return [sys.executable, str(manage), "rungrpc", "--host", host]
 
+    def celery_command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "celery", "-A", "a2ahub", *args, "-l", "INFO"]
+
     def beat_command(self) -> list[str]:
-        return [sys.executable, "-m", "celery", "-A", "a2ahub", "beat", "-l", "INFO"]
+        return self.celery_command("beat")
 
     def workers(self, count: int) -> list[Child]:
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "a2ahub",
-            "worker",
-            "-P",
-            "threads",
-            "-c",
-            str(settings.CELERY_WORKER_CONCURRENCY),
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-l",
-            "INFO",
-        ]
+        concurrency = str(settings.CELERY_WORKER_CONCURRENCY)
+        quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+        command = self.celery_command("worker", "-P", "threads", "-c", concurrency, *quiet)
         return [Child(f"worker hub{i}", [*command, "-n", f"hub{i}@%h"]) for i in range(count)]
