@@ -32,8 +32,7 @@ class Command(BaseCommand):
         skills = spec.pop("skills")
         agent, created = Agent.objects.get_or_create(slug=spec["slug"], defaults=spec)
         if created:
-            for position, skill in enumerate(skills):
-                Skill.objects.create(agent=agent, position=position, **skill)
+            create_skills(agent, skills)
         verb = "created" if created else "kept (already there)"
         self.stdout.write(f"demo agent {agent.slug}: {verb}")
 
@@ -46,8 +45,7 @@ class Command(BaseCommand):
         skills = spec.pop("skills")
         agent, created = Agent.objects.update_or_create(slug=spec["slug"], defaults=spec)
         if created:
-            for position, skill in enumerate(skills):
-                Skill.objects.create(agent=agent, position=position, **skill)
+            create_skills(agent, skills)
         if agent.enabled:
             self.stdout.write(f"demo agent assistant: enabled, model {settings.LLM_MODEL}")
         else:
@@ -66,3 +64,8 @@ class Command(BaseCommand):
                 "(shown only this once; change it in the admin)"
             )
         )
+
+
+def create_skills(agent: Agent, skills: list[dict[str, Any]]) -> None:
+    for position, skill in enumerate(skills):
+        Skill.objects.create(agent=agent, position=position, **skill)
