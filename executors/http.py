@@ -145,12 +145,12 @@ class Backend:
         retrying; reading it raises BackendError for a broken, late or oversized body."""
         async with AsyncExitStack() as stack:
             response = await self.open(body, stack)
-            if not response.is_success:
-                text = (await read_all(response)).decode("utf-8", errors="replace")
-                raise BackendError(
-                    f"The backend answered HTTP {response.status_code}: {text[:200]}"
-                )
             try:
+                if not response.is_success:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    raise BackendError(
+                        f"The backend answered HTTP {response.status_code}: {text[:200]}"
+                    )
                 yield response
             except (outbound.ResponseTooLarge, httpx.HTTPError) as exc:
                 raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
@@ -189,13 +189,6 @@ async def backend_for(context: RequestContext) -> Backend:
     key = await sync_to_async(current_key)()
     return Backend(backend_url(settings), context.task_id, key, timeout_of(settings),
                    retries_of(settings), hops.of(context.metadata) + 1)  # fmt: skip
-
-
-async def read_all(response: outbound.StreamingResponse) -> bytes:
-    try:
-        return await response.aread()
-    except (outbound.ResponseTooLarge, httpx.HTTPError) as exc:
-        raise BackendError(f"The backend call failed: {describe(exc)}.") from exc
 
 
 # -- the reply -------------------------------------------------------------------------------
