@@ -61,7 +61,7 @@ NEEDS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class RemoteTask:
     task_id: str = ""
     context_id: str = ""
@@ -216,11 +216,8 @@ def check_remote_card(settings: dict[str, Any]) -> CardTrust | None:
 class RemoteAgentExecutor(Executor):
     check_settings = staticmethod(validate_remote_settings)
     check_card = staticmethod(check_remote_card)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.remote = RemoteTask()
-        self.streaming = True
+    remote = RemoteTask()  # the remote task this turn talks to (none yet)
+    streaming = True
 
     async def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         self.remote = remote_task_of(context)
