@@ -119,22 +119,20 @@ def flush() -> int:
     batch = take_pending()
     if not batch:
         return 0
-    written = 0
     items = list(batch.items())
-    for index, (key, pending) in enumerate(items):
+    for written, (key, pending) in enumerate(items):
         try:
             write_use(key, pending)
         except DatabaseError:
             logger.warning("could not write the credential audit log; will try again")
-            put_back(dict(items[index:]))
+            put_back(dict(items[written:]))
             return written
-        written += 1
     try:
         touch_keys(batch)
     except DatabaseError:
         # The keys' last use catches up at their next flush; the counts are written.
         logger.warning("could not record the API keys' last use")
-    return written
+    return len(items)
 
 
 def write_use(key: UseKey, pending: Pending) -> None:
