@@ -86,16 +86,20 @@ def backend_url(settings: dict[str, Any]) -> str:
     return url
 
 
+def is_number(value: Any, kinds: tuple[type, ...] = (int, float)) -> bool:
+    return isinstance(value, kinds) and not isinstance(value, bool)  # JSON's true is no number
+
+
 def timeout_of(settings: dict[str, Any]) -> float:
     value = settings.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         return DEFAULT_TIMEOUT
     return min(max(float(value), MIN_TIMEOUT), MAX_TIMEOUT)
 
 
 def retries_of(settings: dict[str, Any]) -> int:
     value = settings.get("retries", DEFAULT_RETRIES)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_number(value, (int,)):
         return DEFAULT_RETRIES
     return min(max(value, 0), MAX_RETRIES)
 
@@ -311,16 +315,12 @@ def validate_http_settings(settings: dict[str, Any]) -> None:
             f"executor_settings.url: the hub may not call this backend URL: {exc}"
         ) from exc
     timeout = settings.get("timeout", DEFAULT_TIMEOUT)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not (MIN_TIMEOUT <= timeout <= MAX_TIMEOUT)
-    ):
+    if not is_number(timeout) or not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
         raise ValidationError(
             f'"timeout" is a number of seconds from {MIN_TIMEOUT} to {MAX_TIMEOUT}.'
         )
     retries = settings.get("retries", DEFAULT_RETRIES)
-    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+    if not is_number(retries, (int,)) or not 0 <= retries <= MAX_RETRIES:
         raise ValidationError(f'"retries" is a whole number from 0 to {MAX_RETRIES}.')
 
 
