@@ -274,11 +274,19 @@ def scheme_label(name: str, scheme: Any) -> str:
     return f"{name} ({kind}, as stored)"
 
 
-class SchemesField(forms.MultipleChoiceField):
-    """The schemes the card offers, picked from the hub's own and those already stored (an
-    imported card's are kept as they are)."""
+class StoredChoicesField(forms.MultipleChoiceField):
+    """Boxes to tick, offered from what the agent stores (`set_stored`); a stored value is
+    shown, and compared, as the keys of its boxes (`prepare_value`)."""
 
     widget = forms.CheckboxSelectMultiple
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return super().has_changed(self.prepare_value(initial), data)
+
+
+class SchemesField(StoredChoicesField):
+    """The schemes the card offers, picked from the hub's own and those already stored (an
+    imported card's are kept as they are)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -297,9 +305,6 @@ class SchemesField(forms.MultipleChoiceField):
         names = super().clean(value)
         return {n: self.stored.get(n, SCHEME_PRESETS.get(n, ("", {}))[1]) for n in names}
 
-    def has_changed(self, initial: Any, data: Any) -> bool:
-        return super().has_changed(self.prepare_value(initial), data)
-
 
 def requirement_key(requirement: dict[str, list[str]]) -> str:
     """A single scheme without scopes is named by the scheme; anything else by its text."""
@@ -312,11 +317,9 @@ def requirement_label(key: str) -> str:
     return f"{SHORT_NAMES[key]} ({key})" if key in SHORT_NAMES else key
 
 
-class RequirementsField(forms.MultipleChoiceField):
+class RequirementsField(StoredChoicesField):
     """Which schemes a caller must present, any one of those ticked; a stored requirement that
     combines schemes or asks for scopes is offered as it is."""
-
-    widget = forms.CheckboxSelectMultiple
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -338,9 +341,6 @@ class RequirementsField(forms.MultipleChoiceField):
 
     def clean(self, value: Any) -> list[dict[str, list[str]]]:
         return [self.known[key] for key in super().clean(value)]
-
-    def has_changed(self, initial: Any, data: Any) -> bool:
-        return super().has_changed(self.prepare_value(initial), data)
 
 
 # --- executor settings --------------------------------------------------------------------
