@@ -9,6 +9,7 @@ blank secret keeps the stored one (for an MCP server, the one stored with the sa
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django import forms
@@ -188,11 +189,11 @@ class LlmSettingsForm(ExecutorSettingsForm):
         llm.validate_mcp_servers([{"url": s["url"]} for s in servers])  # refused when saved
         return servers
 
+    @cached_property
     def sealed_key(self) -> str:
-        if not hasattr(self, "_sealed_key"):
-            typed = self.cleaned_data.get("api_key") or ""
-            self._sealed_key = sealed.seal(typed) if typed else ""
-        return self._sealed_key
+        """The typed key, sealed once however often the settings are made."""
+        typed = self.cleaned_data.get("api_key") or ""
+        return sealed.seal(typed) if typed else ""
 
     def to_settings(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -210,8 +211,8 @@ class LlmSettingsForm(ExecutorSettingsForm):
                 out[key] = data[key]
         if data.get("api_key_env"):
             out["api_key_env"] = data["api_key_env"]
-        if self.sealed_key():
-            out["api_key"] = self.sealed_key()
+        if self.sealed_key:
+            out["api_key"] = self.sealed_key
         return out
 
     def settings(self, stored: dict[str, Any] | None = None) -> dict[str, Any]:
