@@ -6,6 +6,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from a2ahub import outbound
+
 
 def validate_string_list(value: Any) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -54,3 +56,13 @@ def validate_security_requirements_reference(
     unknown = sorted({name for req in requirements for name in req} - set(schemes))
     if unknown:
         raise ValidationError(f"Not a declared security scheme: {', '.join(unknown)}.")
+
+
+def validate_callable_url(url: str, refusal: str) -> None:
+    """A URL in an agent's executor settings passes the outbound guard when the agent is
+    saved, not only when it is called (its name may not resolve yet); the error starts with
+    `refusal` and says why."""
+    try:
+        outbound.check_url(url, allow_unresolved=True)
+    except outbound.UnsafeURL as exc:
+        raise ValidationError(f"{refusal}: {exc}") from exc

@@ -33,8 +33,8 @@ from google.protobuf.json_format import ParseDict, ParseError
 from a2ahub import hops, outbound
 from a2ahub.errors import InvalidAgentResponseError
 from a2ahub.models import SigningKey
-from a2ahub.outbound import UnsafeURL, check_url
 from a2ahub.signing import current_key, issuer, sign_with
+from agents.validators import validate_callable_url
 from tasks.executor import Executor, RequestContext
 from tasks.updater import TaskUpdater
 from tasks.wire import to_json
@@ -308,12 +308,7 @@ def validate_http_settings(settings: dict[str, Any]) -> None:
     url = settings.get("url")
     if not isinstance(url, str) or not url:
         raise ValidationError('Name the backend: {"url": "https://..."}.')
-    try:
-        check_url(url, allow_unresolved=True)
-    except UnsafeURL as exc:
-        raise ValidationError(
-            f"executor_settings.url: the hub may not call this backend URL: {exc}"
-        ) from exc
+    validate_callable_url(url, "executor_settings.url: the hub may not call this backend URL")
     timeout = settings.get("timeout", DEFAULT_TIMEOUT)
     if not is_number(timeout) or not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
         raise ValidationError(

@@ -38,6 +38,7 @@ from a2ahub import hops, metrics, outbound, sealed
 from a2ahub.errors import InvalidAgentResponseError
 from a2ahub.outbound_bridge import guarded_client
 from agents.models import slug_validator
+from agents.validators import validate_callable_url
 from executors import llm_secrets
 from executors.llm_chat import conversation
 from executors.llm_tools import (
@@ -112,10 +113,7 @@ def validate_server(settings: dict[str, Any]) -> None:
     base_url = settings.get("base_url")
     if not isinstance(base_url, str) or not base_url:
         raise ValidationError('Name the model server: {"base_url": "http://127.0.0.1:11434/v1"}.')
-    try:
-        outbound.check_url(base_url, allow_unresolved=True)
-    except outbound.UnsafeURL as exc:
-        raise ValidationError(f"base_url: the hub may not call this model server: {exc}") from exc
+    validate_callable_url(base_url, "base_url: the hub may not call this model server")
     model = settings.get("model")
     if not isinstance(model, str) or not model.strip() or len(model) > 200:
         raise ValidationError('Name the model: {"model": "llama3.2"}.')
@@ -167,10 +165,7 @@ def validate_mcp_servers(servers: Any) -> None:
         url = server.get("url") if isinstance(server, dict) else None
         if not isinstance(url, str) or not url:
             raise ValidationError('Each MCP server is {"url": "https://..."}.')
-        try:
-            outbound.check_url(url, allow_unresolved=True)
-        except outbound.UnsafeURL as exc:
-            raise ValidationError(f"MCP server {url}: the hub may not call it: {exc}") from exc
+        validate_callable_url(url, f"MCP server {url}: the hub may not call it")
         token = server.get("token")
         if token is not None and not sealed.is_sealed(token):
             raise ValidationError(

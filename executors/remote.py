@@ -39,8 +39,8 @@ from django.core.exceptions import ValidationError
 
 from a2ahub import hops, outbound
 from a2ahub.errors import A2AError, InvalidAgentResponseError
-from a2ahub.outbound import UnsafeURL, check_url
 from agents.card_trust import CardTrust
+from agents.validators import validate_callable_url
 from executors import remote_cards
 from tasks.executor import Executor, RequestContext
 from tasks.models import TaskState
@@ -174,14 +174,14 @@ def validate_remote_settings(settings: dict[str, Any]) -> None:
     card = stored_card(settings)
     if card:
         for where, url in card_urls(card):
-            check_saved_url(where, url)
+            validate_callable_url(url, f"executor_settings.{where}: the hub may not call this URL")
         return
     given = settings.get("card_url")
     if not isinstance(given, str) or not given:
         raise ValidationError(
             'Name the remote agent\'s card: {"card_url": "https://.../agent-card.json"}.'
         )
-    check_saved_url("card_url", given)
+    validate_callable_url(given, "executor_settings.card_url: the hub may not call this URL")
 
 
 def card_urls(card: dict[str, Any]) -> list[tuple[str, str]]:
@@ -193,15 +193,6 @@ def card_urls(card: dict[str, Any]) -> list[tuple[str, str]]:
             if isinstance(interface, dict) and isinstance(interface.get("url"), str):
                 found.append((f"card.{key}[{index}].url", interface["url"]))
     return found
-
-
-def check_saved_url(where: str, url: str) -> None:
-    try:
-        check_url(url, allow_unresolved=True)
-    except UnsafeURL as exc:
-        raise ValidationError(
-            f"executor_settings.{where}: the hub may not call this URL: {exc}"
-        ) from exc
 
 
 def check_remote_card(settings: dict[str, Any]) -> CardTrust | None:
