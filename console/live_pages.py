@@ -10,11 +10,6 @@ from django.template.loader import render_to_string
 from console import dashboard
 
 DASHBOARD_SOCKET = "/ws/console/dashboard/"
-TASK_LIST_SOCKET = "/ws/console/tasks/"
-
-
-def task_socket(task_id: str) -> str:
-    return f"/ws/console/tasks/{task_id}/"
 
 
 def dashboard_context() -> dict[str, Any]:

@@ -9,7 +9,6 @@ runs take the mark row's lock in turn, and each replaces the rows of the periods
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -208,7 +207,3 @@ def rows_of(model: type[FinishedTasks], start: datetime, end: datetime) -> Query
     """A model's rows of the periods starting in [start, end): a range of its unique index,
     which begins with `period_start`."""
     return model._default_manager.filter(period_start__gte=start, period_start__lt=end)
-
-
-def total(rows: Iterable[dict[str, Any]]) -> int:
-    return sum(int(row["count"] or 0) for row in rows)
