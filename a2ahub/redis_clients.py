@@ -23,7 +23,11 @@ REDIS_WAIT_SECONDS = 5.0
 
 
 def async_client(url: str) -> aioredis.Redis:
-    return aioredis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5)
+    """One retry on a new connection, as `short_client`: after Redis restarts, every pooled
+    connection is dead, and the first command sent on each would fail (a publish lost)."""
+    return aioredis.Redis.from_url(
+        url, socket_timeout=None, socket_connect_timeout=5, retry=AsyncRetry(NoBackoff(), 1)
+    )
 
 
 def subscriber_client(url: str) -> aioredis.Redis:

@@ -177,12 +177,12 @@ def instrument_threads() -> None:
 
 
 def instrument_steps() -> None:
-    from protocol import jsonrpc, v03
+    from protocol import door, jsonrpc, v03
     from protocol.handlers import tasks as methods
     from tasks import events, jobs, queueing, reading, runner, updater, writer
 
-    jsonrpc.find_agent = timed("web: find_agent (Agent + skills)", jsonrpc.find_agent)
-    jsonrpc.authenticate = timed("web: authenticate", jsonrpc.authenticate)
+    door.agent_named = timed("web: agent_named (Agent + skills)", door.agent_named)
+    door.authenticate_caller = timed("web: authenticate", door.authenticate_caller)
     v03.PARAMS_IN["send"] = timed("web: 0.3 params -> 1.0 request", v03.PARAMS_IN["send"])
     v03.RESULT_OUT["send"] = timed("web: 1.0 Task -> 0.3 JSON", v03.RESULT_OUT["send"])
     jsonrpc.rpc_response = timed("web: JsonResponse (json.dumps)", jsonrpc.rpc_response)
@@ -207,8 +207,9 @@ def instrument_steps() -> None:
     def enqueue_here(*args: str) -> None:
         pool.submit(contextvars.copy_context().run, in_worker, *args)
 
-    async def enqueue_here_async(*args: str) -> None:
+    async def enqueue_here_async(*args: str) -> bool:
         enqueue_here(*args)
+        return True  # taken at once, as the broker does
 
     queueing.enqueue_run = timed("web: enqueue (in-process stand-in)", enqueue_here_async)
 

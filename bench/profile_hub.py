@@ -91,7 +91,7 @@ def frame_name(frame: str) -> str:
 
 # Each sample goes to the first step whose pattern matches a frame of its stack.
 STEPS: list[tuple[str, str]] = [
-    ("find_agent: Agent + skills SELECTs", r"^find_agent \("),
+    ("agent_named: Agent + skills SELECTs", r"^agent_named \("),
     ("writer.open: the new task's statement, event payloads", r"^open \(tasks"),
     ("writer.record: a stored task's statement", r"^record \(tasks"),
     ("runner.claim_and_load: claim UPDATE + reloads", r"^claim_and_load \("),
@@ -99,7 +99,7 @@ STEPS: list[tuple[str, str]] = [
     ("events.publish: Redis PUBLISH after commit", r"^publish \(tasks/events"),
     ("events: subscribe/unsubscribe/listener", r"Listener|^(un)?subscribe \((tasks|a2ahub/bus)"),
     ("Celery enqueue (run_task.delay)", r"^enqueue_run \("),
-    ("authenticate", r"^authenticate \(agents"),
+    ("authenticate", r"^authenticate_caller \(protocol"),
     ("0.3 params -> 1.0 request (pydantic)", r"^send_in \(protocol"),
     ("1.0 Task -> 0.3 JSON", r"send_result_json|^<lambda> \(protocol/v03"),
     ("JsonResponse / json.dumps", r"^rpc_response \("),
@@ -109,7 +109,7 @@ STEPS: list[tuple[str, str]] = [
      r"SyncToAsync|ThreadPoolExecutor|^_worker \(concurrent|^Thread\.start|"
      r"ThreadSensitiveContext|CurrentThreadExecutor"),
     ("view code on the event loop (endpoint, runner, updater)",
-     r"^endpoint \(agents|^send_message \(tasks|tasks/runner\.py|tasks/updater\.py"),
+     r"^endpoint \(protocol|^send_message \(protocol|tasks/runner\.py|tasks/updater\.py"),
     ("Django ASGI handler + middleware chain", r"ASGIHandler|MiddlewareMixin|get_response_async|"
      r"StaticFilesHandler|convert_exception_to_response"),
     ("Celery/kombu machinery", r"celery/|kombu/"),

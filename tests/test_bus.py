@@ -1,6 +1,7 @@
 """The bus seam, in this process and over a real Redis: subscribers hear what is published,
 as it was published here and decoded from elsewhere, once each; a publish never fails its
-caller while Redis is away; a subscription comes back after Redis restarts, and says so."""
+caller while Redis is away, nor is lost right after Redis restarts; a subscription comes back
+after Redis restarts, and says so."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 import redis
+import redis.asyncio
 
 from a2ahub import bus
 from tests.helpers import eventually
@@ -209,3 +211,32 @@ async def test_a_subscription_comes_back_after_redis_restarts_and_says_so(
         assert over_redis.heard()
     finally:
         over_redis.unsubscribe(listening)
+
+
+async def next_message(subscriber: Any) -> bytes:
+    async with asyncio.timeout(WITHIN):
+        while (message := await subscriber.get_message(ignore_subscribe_messages=True)) is None:
+            await asyncio.sleep(0.01)
+    return bytes(message["data"])
+
+
+async def test_what_a_loop_publishes_right_after_redis_restarts_still_goes_out(
+    restarting_redis: RedisServer, channel: str
+) -> None:
+    """Every connection the loop had pooled died with the restart: the first publish after it
+    goes out on a new one rather than being lost (a stream in another process would miss
+    that event)."""
+    publishing = bus.RedisBus(restarting_redis.url)
+    for round_ in ("before", "after"):
+        if round_ == "after":
+            restarting_redis.restart()
+        other_process = redis.asyncio.Redis(port=restarting_redis.port)
+        subscriber = other_process.pubsub()
+        await subscriber.subscribe(channel)
+        try:
+            publishing.publish_soon(channel, round_, dumps)
+
+            assert (await next_message(subscriber)).endswith(b" " + dumps(round_))
+        finally:
+            await subscriber.aclose()
+            await other_process.aclose()
