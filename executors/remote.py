@@ -253,10 +253,9 @@ class RemoteAgentExecutor(Executor):
         if self.streaming or task.status.state in WAITING:
             return
         for artifact in task.artifacts:
-            await updater.add_artifact(
-                list(artifact.parts), artifact_id=artifact.artifact_id, name=artifact.name,
-                description=artifact.description, last_chunk=True,
-            )  # fmt: skip
+            await self.relay_artifact(
+                pb.TaskArtifactUpdateEvent(artifact=artifact, last_chunk=True), updater
+            )
         await self.relay_status(task.status, updater)
 
     async def relay_artifact(

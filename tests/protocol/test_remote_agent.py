@@ -3,7 +3,9 @@
 The remote is the official SDK's Starlette app on uvicorn (a thread, 127.0.0.1, a free port),
 with 0.3 compat on. Its agents: `echo` (a status message, then the text back in one artifact
 of three chunks), `interview` (asks a name, then greets), `slow` (works until canceled) and
-`legacy`, an echo whose card offers only a 0.3 interface. Loopback is refused by the SSRF
+`legacy`, an echo whose card offers only a 0.3 interface, and `plain`, an echo that does not
+stream (it answers with the whole task). The echo's artifact carries metadata of its own,
+which the hub keeps. Loopback is refused by the SSRF
 guard, so the tests open 127.0.0.1 with OUTBOUND_ALLOWED_HOSTS, as a developer would.
 """
 
@@ -45,6 +47,7 @@ pytestmark = pytest.mark.django_db
 both_versions = pytest.mark.parametrize("version", [V03, V1])
 
 QUESTION = "What is your name?"
+ECHO_METADATA = {"source": "remote echo", "words": 3}
 WAIT = 10.0
 
 
@@ -85,7 +88,7 @@ class ChunkedEcho(AgentExecutor):
         for i, chunk in enumerate(chunks):
             await updater.add_artifact(
                 [pb.Part(text=chunk)], artifact_id="echo", name="echo", append=i > 0,
-                last_chunk=i == len(chunks) - 1,
+                last_chunk=i == len(chunks) - 1, metadata=ECHO_METADATA,
             )  # fmt: skip
         await updater.complete()
 
@@ -125,13 +128,13 @@ class Slow(AgentExecutor):
         await RemoteUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
-def remote_card(base: str, name: str, version: str = "1.0") -> pb.AgentCard:
+def remote_card(base: str, name: str, version: str = "1.0", streams: bool = True) -> pb.AgentCard:
     interface = pb.AgentInterface(
         url=f"{base}/{name}/", protocol_binding="JSONRPC", protocol_version=version
     )
     return pb.AgentCard(
         name=name, description=f"The remote {name} agent.", version="1.0.0",
-        supported_interfaces=[interface], capabilities=pb.AgentCapabilities(streaming=True),
+        supported_interfaces=[interface], capabilities=pb.AgentCapabilities(streaming=streams),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[pb.AgentSkill(id=name, name=name, description=name, tags=["test"])],
     )  # fmt: skip
@@ -144,10 +147,11 @@ def remote_app(base: str, seen: Seen) -> Any:
         ("interview", Interview(seen), "1.0"),
         ("slow", Slow(seen), "1.0"),
         ("legacy", ChunkedEcho(), "0.3"),
+        ("plain", ChunkedEcho(), "1.0"),
     ]
     routes = []
     for name, executor, version in agents:
-        card = remote_card(base, name, version)
+        card = remote_card(base, name, version, streams=name != "plain")
         handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
         routes.extend(create_agent_card_routes(card, card_url=f"/{name}/agent-card.json"))
         routes.extend(create_jsonrpc_routes(handler, rpc_url=f"/{name}/", enable_v0_3_compat=True))
@@ -241,6 +245,20 @@ def test_a_send_is_answered_by_the_remote_agent(
     relayed = [m for m in task["history"] if texts(m) == ["echoing"]]
     assert len(relayed) == 1 and relayed[0]["metadata"][REMOTE_TASK_KEY]
     assert relayed[0]["metadata"][REMOTE_TASK_KEY] != task["id"]  # the hub keeps its own task
+
+
+@both_versions
+@pytest.mark.usefixtures("allow_loopback")
+def test_the_artifacts_of_a_remote_that_does_not_stream_keep_their_metadata(
+    caller: Caller, remote: Remote, version: str
+) -> None:
+    fronting(remote, "plain")
+
+    task = caller.send("remote-plain", version, text="one two three")
+
+    assert state_of(task) == "completed"
+    assert "".join(artifact_texts(task)) == "one two three"
+    assert [a.get("metadata") for a in task["artifacts"]] == [ECHO_METADATA]
 
 
 @both_versions
