@@ -270,13 +270,15 @@ class Usage:
 
 class Answer:
     """The one artifact the model's text streams into: its first chunk makes it, the rest
-    append. The text is held to LLM_MAX_ANSWER_BYTES."""
+    append, and the last replaces them with the whole text in one part (else the stored task
+    would keep a part for every token). The text is held to LLM_MAX_ANSWER_BYTES."""
 
     def __init__(self, updater: TaskUpdater, limit: int) -> None:
         self.updater = updater
         self.limit = limit
         self.artifact_id = ""
         self.size = 0
+        self.chunks: list[str] = []
 
     async def add(self, text: str) -> None:
         self.size += len(text.encode())
@@ -285,6 +287,7 @@ class Answer:
                 f"The model's answer passed the size limit of {self.limit} bytes "
                 "(LLM_MAX_ANSWER_BYTES)."
             )
+        self.chunks.append(text)
         self.artifact_id = await self.updater.add_artifact(
             [pb.Part(text=text)], artifact_id=self.artifact_id, name=ANSWER_NAME,
             append=bool(self.artifact_id),
@@ -297,8 +300,8 @@ class Answer:
     async def close(self) -> None:
         if self.artifact_id:
             await self.updater.add_artifact(
-                [pb.Part(text="")], artifact_id=self.artifact_id, name=ANSWER_NAME, append=True,
-                last_chunk=True,
+                [pb.Part(text="".join(self.chunks))], artifact_id=self.artifact_id,
+                name=ANSWER_NAME, last_chunk=True,
             )  # fmt: skip
 
 

@@ -90,9 +90,12 @@ def test_the_answer_streams_chunk_by_chunk_and_usage_is_kept(hub: Hub, models: M
                 final = result["statusUpdate"]
 
     assert chunks[:3] == [("Hel", False), ("lo ", True), ("world", True)], chunks
+    # The last update replaces the chunks with the whole answer, which the task keeps as one part.
+    assert chunks[3:] == [("Hello world", False)], chunks
     assert final, "the stream ended without the completed status"
     task = rpc(hub.web_b, slug, "GetTask", {"id": final["taskId"]})
     assert answer_text(task) == "Hello world"
+    assert [len(a["parts"]) for a in task["artifacts"]] == [1]
     assert task["status"]["message"]["metadata"]["a2ahub/usage"] == {
         "model": model, "promptTokens": 11, "completionTokens": 7}  # fmt: skip
     request = models.seen[model][0]
