@@ -13,8 +13,8 @@ connection's socket as a protocol of the loop and hands out pooled connections f
 bench/clients.py: with more writers than connections psycopg_pool cost 1.26x the CPU per
 write and wrote 0.77x as many per second.
 
-Only requests served by the hub's own ASGI app turn this on (`enabled`); anything else (the
-test client, management commands, worker jobs) keeps to the ORM and its transactions.
+Requests served by the hub's own ASGI app and worker jobs turn this on (`enabled`); anything
+else (management commands, the admin) keeps to the ORM and its transactions.
 """
 
 from __future__ import annotations
@@ -58,6 +58,15 @@ STALE = (asyncpg.exceptions.InternalClientError,)
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[asyncpg.Pool]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+# Loops whose pool holds fewer connections than the database's setting (a worker's job loop).
+_sizes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+
+
+def limit_pool(loop: asyncio.AbstractEventLoop, max_size: int) -> None:
+    """Open at most `max_size` connections for `loop` (before its first statement)."""
+    _sizes[loop] = max_size
 
 
 def available() -> bool:
@@ -115,19 +124,20 @@ async def pool() -> asyncpg.Pool:
     opening = _pools.get(loop)
     if opening is None or (opening.done() and not usable(opening)):
         # (A pool that failed to open, the database being down say, is tried again.)
-        opening = _pools[loop] = loop.create_task(open_pool())
+        opening = _pools[loop] = loop.create_task(open_pool(_sizes.get(loop)))
     return await asyncio.shield(opening)
 
 
-async def open_pool() -> asyncpg.Pool:
+async def open_pool(max_size: int | None = None) -> asyncpg.Pool:
     database: dict[str, Any] = settings.DATABASES["default"]
     options: dict[str, Any] = database.get("OPTIONS", {}).get("pool", {})
+    most = int(options.get("max_size", 10))
     return await asyncpg.create_pool(
         # No floor of connections: asyncpg refills one in the background, and while the
         # database is away it logs a traceback for each try. (Idle connections are still
         # kept, for asyncpg's five minutes.)
         min_size=0,
-        max_size=int(options.get("max_size", 10)),
+        max_size=most if max_size is None else min(most, max_size),
         # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
         # skips parsing and planning them (off for poolers in transaction mode).
         statement_cache_size=100 if settings.DATABASE_PREPARE_THRESHOLD is not None else 0,

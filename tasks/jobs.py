@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 from django.db import close_old_connections
 
 from a2ahub.worker import submit_or_retry
@@ -51,3 +51,9 @@ def prune_finished_tasks() -> int:
 def start_task_maintenance(**_: object) -> None:
     # Every worker beats the hearts of the turns it runs and hears stop requests.
     runner.ensure_maintenance()
+
+
+@worker_shutdown.connect
+def close_job_loop(**_: object) -> None:
+    # Its connections are given back rather than cut when the process exits.
+    runner.stop_job_loop()

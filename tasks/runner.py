@@ -29,7 +29,7 @@ from django.db import (
 )
 from django.utils import timezone
 
-from a2ahub import background, bus, schedule, tracing
+from a2ahub import asyncdb, background, bus, schedule, tracing
 from a2ahub.errors import A2AError
 from a2ahub.outages import DATABASE_AWAY
 from agents.kinds import executor_class
@@ -211,15 +211,50 @@ class Claim:
 
 
 _job_threads = threading.local()
+_job_loop: asyncio.AbstractEventLoop | None = None
+_job_loop_thread: threading.Thread | None = None
+_job_loop_lock = threading.Lock()
+
+# The job loop's PostgreSQL connections (asyncpg's, `a2ahub.asyncdb`): every job thread of the
+# process shares them. A statement is a millisecond or two, so a few serve a worker's threads,
+# and each connection is one of PostgreSQL's hundred that stays open for the worker's life.
+JOB_LOOP_CONNECTIONS = 2
 
 
 def job_loop() -> asyncio.AbstractEventLoop:
-    """This thread's event loop for its jobs, kept from one job to the next (a loop made per
-    job costs a loop and a thread each time, and the clients made for the loop with it)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_job_threads, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _job_threads.loop = asyncio.new_event_loop()
-    return loop
+    """The event loop this process runs its worker jobs on, on a thread of its own, kept for
+    the life of the process: its database pool and Redis client stay with it from one job to
+    the next, shared by every job thread (a loop of each thread's own would hold a connection
+    of each, and idle ones between jobs)."""
+    global _job_loop, _job_loop_thread
+    with _job_loop_lock:
+        if _job_loop is None:
+            _job_loop = asyncio.new_event_loop()
+            asyncdb.limit_pool(_job_loop, JOB_LOOP_CONNECTIONS)
+            _job_loop_thread = threading.Thread(
+                target=_job_loop.run_forever, name="a2ahub-jobs", daemon=True
+            )
+            _job_loop_thread.start()
+        return _job_loop
+
+
+def stop_job_loop(timeout: float = 10) -> None:
+    """Close the job loop's connections and end its thread (a worker shutting down; a test,
+    whose database goes with it). The next job starts it again."""
+    global _job_loop, _job_loop_thread
+    with _job_loop_lock:
+        loop, thread = _job_loop, _job_loop_thread
+        _job_loop = _job_loop_thread = None
+    if loop is None or thread is None:
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(asyncdb.close(), loop).result(timeout)
+    except Exception:
+        logger.exception("could not close the job loop's database connections")
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout)
+    if not thread.is_alive():
+        loop.close()
 
 
 def job_database_thread() -> ThreadPoolExecutor:
@@ -233,8 +268,7 @@ def job_database_thread() -> ThreadPoolExecutor:
 
 
 def end_job_thread() -> None:
-    """Close this thread's loop and database thread (a thread that runs no more jobs)."""
-    job_loop().close()
+    """Close this thread's database thread (a thread that runs no more jobs)."""
     if (executor := getattr(_job_threads, "database", None)) is not None:
         executor.submit(connections.close_all).result()
         executor.shutdown()
@@ -242,14 +276,19 @@ def end_job_thread() -> None:
 
 
 def run_job(task_id: str, token: str, reply_to: str = "") -> None:
-    """A worker job's turn, on this thread's own loop (a Celery worker's thread, or one of a
-    web process's in-process pool). Its database calls go through sync_to_async to this
-    thread's database thread, as a request's go to the request's own."""
-    job_loop().run_until_complete(run_on_job_threads(task_id, token, reply_to))
+    """A worker job's turn, on the process's job loop (`job_loop`), for a Celery worker's
+    thread or one of a web process's in-process pool, which waits for it. Its statements go to
+    the loop's connections, as a request's do in the web process; the ORM calls it makes go
+    through sync_to_async to the calling thread's database thread."""
+    work = run_on_job_threads(task_id, token, reply_to, job_database_thread())
+    asyncio.run_coroutine_threadsafe(work, job_loop()).result()
 
 
-async def run_on_job_threads(task_id: str, token: str, reply_to: str) -> None:
-    async with ThreadSensitiveContext(executor=job_database_thread()):
+async def run_on_job_threads(
+    task_id: str, token: str, reply_to: str, database: ThreadPoolExecutor
+) -> None:
+    asyncdb.enabled.set(True)
+    async with ThreadSensitiveContext(executor=database):
         try:
             await run_stored(task_id, token, reply_to)
         finally:

@@ -1,13 +1,15 @@
-"""Worker jobs: claiming a stored task, running turns on a worker thread's own event loop, and
-the job message put on the broker.
+"""Worker jobs: claiming a stored task, running turns on the process's job loop, and the job
+message put on the broker.
 
-Each job thread keeps one event loop for all its jobs, and one database thread its turns call
-the ORM on (`tasks.runner.run_job`); these tests run jobs on a thread of their own, as a
-Celery worker thread would, with Django's check against the ORM on a loop left on.
+A process runs every job's turn on one event loop of its own, and each job thread keeps one
+database thread its turns call the ORM on (`tasks.runner.run_job`); these tests run jobs on
+threads of their own, as Celery worker threads would, with Django's check against the ORM on a
+loop left on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import subprocess
@@ -16,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,7 +26,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections
 from django.utils import timezone
 
-from a2ahub import worker
+from a2ahub import asyncdb, worker
 from a2ahub.celery import app
 from agents.models import Agent
 from tasks import changes, jobs, runner, sql, writer
@@ -111,7 +114,7 @@ def test_a_claim_reads_the_tasks_messages_in_order(db: None) -> None:
     assert claimed.task["agent_id"] == agent.pk
 
 
-def test_a_worker_thread_runs_one_job_after_another_on_its_own_loop(
+def test_a_worker_thread_runs_one_job_after_another_on_the_process_job_loop(
     worker_thread: Callable[[Callable[[], Any]], threading.Thread],
 ) -> None:
     agent = make_agent("echoed")
@@ -129,6 +132,25 @@ def test_a_worker_thread_runs_one_job_after_another_on_its_own_loop(
     for (task_id, _), text in ((first, "one"), (second, "two")):
         assert Task.objects.get(id=task_id).state == TaskState.COMPLETED
         assert Artifact.objects.get(task_id=task_id).parts == [{"text": text}]
+
+
+@pytest.mark.skipif(not asyncdb.on_postgresql(), reason="the job loop writes with asyncpg")
+def test_worker_threads_running_jobs_at_once_share_the_job_loops_two_connections(
+    worker_thread: Callable[[Callable[[], Any]], threading.Thread], loop_statements: list[str]
+) -> None:
+    agent = make_agent("stepper", executor_kind="slow", executor_settings={"step": 0.02})
+    queued = [queued_task(agent, "0.2") for _ in range(8)]  # ten steps each
+
+    threads = [worker_thread(partial(jobs.run_task, *job)) for job in queued]
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert [Task.objects.get(id=task_id).state for task_id, _ in queued] == [
+        TaskState.COMPLETED
+    ] * 8
+    assert any("INSERT" in statement for statement in loop_statements)  # written on the loop
+    pool = asyncio.run_coroutine_threadsafe(asyncdb.pool(), runner.job_loop()).result(5)
+    assert 1 <= pool.get_size() <= runner.JOB_LOOP_CONNECTIONS
 
 
 def test_a_cancel_stops_a_turn_running_on_a_worker_thread(
