@@ -248,13 +248,23 @@ def stop_job_loop(timeout: float = 10) -> None:
     if loop is None or thread is None:
         return
     try:
-        asyncio.run_coroutine_threadsafe(asyncdb.close(), loop).result(timeout)
+        asyncio.run_coroutine_threadsafe(wind_down(), loop).result(timeout)
     except Exception:
         logger.exception("could not close the job loop's database connections")
     loop.call_soon_threadsafe(loop.stop)
     thread.join(timeout)
     if not thread.is_alive():
         loop.close()
+
+
+async def wind_down() -> None:
+    """Cancel what is left on the job loop (a job thread still waiting gets CancelledError
+    rather than wait for ever), then close its connections."""
+    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+    await asyncdb.close()
 
 
 def job_database_thread() -> ThreadPoolExecutor:
