@@ -214,10 +214,11 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         # The audit log's counts reach the database within a second or two, not a minute.
         "AUDIT_FLUSH_SECONDS": "1",
         "A2A_BLOCKING_TIMEOUT_SECONDS": "30",
-        # Smaller pools than production's: the suite runs several hubs at once in parallel
-        # test processes, all on one PostgreSQL and its hundred connections.
+        # Smaller pools than production's: the suite runs up to three hubs at once in parallel
+        # test processes, all on one PostgreSQL and its hundred connections. (A hub of two
+        # web processes, two workers and a gRPC process held up to 32 at 6.)
         "DATABASE_POOL_MIN": "0",
-        "DATABASE_POOL_MAX": "6",
+        "DATABASE_POOL_MAX": "5",
         # Each hub's own: the cards of its web processes list it for its gRPC process.
         "GRPC_PORT": str(free_port()),
         "GRPC_METRICS_PORT": str(free_port()),
