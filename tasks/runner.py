@@ -215,11 +215,6 @@ _job_loop: asyncio.AbstractEventLoop | None = None
 _job_loop_thread: threading.Thread | None = None
 _job_loop_lock = threading.Lock()
 
-# The job loop's PostgreSQL connections (asyncpg's, `a2ahub.asyncdb`): every job thread of the
-# process shares them. A statement is a millisecond or two, so a few serve a worker's threads,
-# and each connection is one of PostgreSQL's hundred that stays open for the worker's life.
-JOB_LOOP_CONNECTIONS = 2
-
 
 def job_loop() -> asyncio.AbstractEventLoop:
     """The event loop this process runs its worker jobs on, on a thread of its own, kept for
@@ -230,7 +225,7 @@ def job_loop() -> asyncio.AbstractEventLoop:
     with _job_loop_lock:
         if _job_loop is None:
             _job_loop = asyncio.new_event_loop()
-            asyncdb.limit_pool(_job_loop, JOB_LOOP_CONNECTIONS)
+            asyncdb.limit_pool(_job_loop, settings.WORKER_DB_CONNECTIONS)
             _job_loop_thread = threading.Thread(
                 target=_job_loop.run_forever, name="a2ahub-jobs", daemon=True
             )

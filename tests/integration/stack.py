@@ -215,10 +215,11 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         "AUDIT_FLUSH_SECONDS": "1",
         "A2A_BLOCKING_TIMEOUT_SECONDS": "30",
         # Smaller pools than production's: the suite runs up to three hubs at once in parallel
-        # test processes, all on one PostgreSQL and its hundred connections. (A hub of two
-        # web processes, two workers and a gRPC process held up to 32 at 6.)
+        # test processes, all on one PostgreSQL and its hundred connections (a hub of four
+        # web processes and four workers held 38).
         "DATABASE_POOL_MIN": "0",
         "DATABASE_POOL_MAX": "5",
+        "WORKER_DB_CONNECTIONS": "1",
         # Each hub's own: the cards of its web processes list it for its gRPC process.
         "GRPC_PORT": str(free_port()),
         "GRPC_METRICS_PORT": str(free_port()),
