@@ -37,6 +37,9 @@ from psycopg.types.json import Jsonb
 from a2ahub import background, outages
 
 enabled: ContextVar[bool] = ContextVar("a2ahub_asyncdb_enabled", default=False)
+# At most this many connections for the pool of a loop whose first statement is made with it
+# set (a worker's job loop); else the database's setting.
+pool_size: ContextVar[int | None] = ContextVar("a2ahub_asyncdb_pool_size", default=None)
 
 # What asyncpg raises when the database is away (refused, shutting down, the connection cut):
 # raised again as Django's OperationalError, which the ORM's connections raise for the same,
@@ -58,15 +61,6 @@ STALE = (asyncpg.exceptions.InternalClientError,)
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[asyncpg.Pool]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-# Loops whose pool holds fewer connections than the database's setting (a worker's job loop).
-_sizes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
-
-
-def limit_pool(loop: asyncio.AbstractEventLoop, max_size: int) -> None:
-    """Open at most `max_size` connections for `loop` (before its first statement)."""
-    _sizes[loop] = max_size
 
 
 def available() -> bool:
@@ -124,7 +118,7 @@ async def pool() -> asyncpg.Pool:
     opening = _pools.get(loop)
     if opening is None or (opening.done() and not usable(opening)):
         # (A pool that failed to open, the database being down say, is tried again.)
-        opening = _pools[loop] = loop.create_task(open_pool(_sizes.get(loop)))
+        opening = _pools[loop] = loop.create_task(open_pool(pool_size.get()))
     return await asyncio.shield(opening)
 
 

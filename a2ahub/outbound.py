@@ -268,12 +268,6 @@ def _origins() -> set[Origin]:
     return {*_own_origins, public} - {None}  # type: ignore[return-value]
 
 
-def is_own_origin(url: str) -> bool:
-    """True if `url` has exactly the scheme, host and port of one of the hub's own origins."""
-    key = _origin(url)
-    return key is not None and key in _origins()
-
-
 # --- Where the hub itself answers -------------------------------------------------------------
 
 _ANY_ADDRESS = {"", "0.0.0.0", "::"}

@@ -54,6 +54,6 @@ def start_task_maintenance(**_: object) -> None:
 
 
 @worker_shutdown.connect
-def close_job_loop(**_: object) -> None:
+def close_job_database(**_: object) -> None:
     # Its connections are given back rather than cut when the process exits.
-    runner.stop_job_loop()
+    runner.close_job_connections()

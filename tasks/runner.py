@@ -212,7 +212,6 @@ class Claim:
 
 _job_threads = threading.local()
 _job_loop: asyncio.AbstractEventLoop | None = None
-_job_loop_thread: threading.Thread | None = None
 _job_loop_lock = threading.Lock()
 
 
@@ -221,45 +220,19 @@ def job_loop() -> asyncio.AbstractEventLoop:
     the life of the process: its database pool and Redis client stay with it from one job to
     the next, shared by every job thread (a loop of each thread's own would hold a connection
     of each, and idle ones between jobs)."""
-    global _job_loop, _job_loop_thread
+    global _job_loop
     with _job_loop_lock:
         if _job_loop is None:
             _job_loop = asyncio.new_event_loop()
-            asyncdb.limit_pool(_job_loop, settings.WORKER_DB_CONNECTIONS)
-            _job_loop_thread = threading.Thread(
-                target=_job_loop.run_forever, name="a2ahub-jobs", daemon=True
-            )
-            _job_loop_thread.start()
+            threading.Thread(target=_job_loop.run_forever, name="a2ahub-jobs", daemon=True).start()
         return _job_loop
 
 
-def stop_job_loop(timeout: float = 10) -> None:
-    """Close the job loop's connections and end its thread (a worker shutting down; a test,
-    whose database goes with it). The next job starts it again."""
-    global _job_loop, _job_loop_thread
-    with _job_loop_lock:
-        loop, thread = _job_loop, _job_loop_thread
-        _job_loop = _job_loop_thread = None
-    if loop is None or thread is None:
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(wind_down(), loop).result(timeout)
-    except Exception:
-        logger.exception("could not close the job loop's database connections")
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout)
-    if not thread.is_alive():
-        loop.close()
-
-
-async def wind_down() -> None:
-    """Cancel what is left on the job loop (a job thread still waiting gets CancelledError
-    rather than wait for ever), then close its connections."""
-    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in left:
-        task.cancel()
-    await asyncio.gather(*left, return_exceptions=True)
-    await asyncdb.close()
+def close_job_connections(timeout: float = 10) -> None:
+    """Close the job loop's database connections (a worker shutting down; a test, whose
+    database goes with it); the next job's first statement opens them again."""
+    if _job_loop is not None:
+        asyncio.run_coroutine_threadsafe(asyncdb.close(), _job_loop).result(timeout)
 
 
 def job_database_thread() -> ThreadPoolExecutor:
@@ -293,6 +266,7 @@ async def run_on_job_threads(
     task_id: str, token: str, reply_to: str, database: ThreadPoolExecutor
 ) -> None:
     asyncdb.enabled.set(True)
+    asyncdb.pool_size.set(settings.WORKER_DB_CONNECTIONS)
     async with ThreadSensitiveContext(executor=database):
         try:
             await run_stored(task_id, token, reply_to)

@@ -122,10 +122,10 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
     dropped: it would hold a connection to it, and then fail on the dropped database."""
     yield
     from push import engine
-    from tasks.runner import stop_job_loop, stop_maintenance
+    from tasks.runner import close_job_connections, stop_maintenance
 
     stop_maintenance()
-    stop_job_loop()
+    close_job_connections()
     engine.stop()  # its connection too
 
 
@@ -148,12 +148,12 @@ def push_engine_at_rest() -> Iterator[None]:
 def maintenance_of_this_test_only() -> Iterator[None]:
     """A turn run in this process starts its maintenance thread (heartbeats and, embedded,
     the periodic jobs); it ends with the test that started it, rather than reach the database
-    during a later test that has none. So does the job loop, with its connections."""
+    during a later test that has none. The job loop's database connections are closed too."""
     yield
-    from tasks.runner import stop_job_loop, stop_maintenance
+    from tasks.runner import close_job_connections, stop_maintenance
 
     stop_maintenance()
-    stop_job_loop()
+    close_job_connections()
 
 
 @pytest.fixture(autouse=True)
