@@ -258,11 +258,11 @@ def run_job(task_id: str, token: str, reply_to: str = "") -> None:
     thread or one of a web process's in-process pool, which waits for it. Its statements go to
     the loop's connections, as a request's do in the web process; the ORM calls it makes go
     through sync_to_async to the calling thread's database thread."""
-    work = run_on_job_threads(task_id, token, reply_to, job_database_thread())
+    work = run_on_job_loop(task_id, token, reply_to, job_database_thread())
     asyncio.run_coroutine_threadsafe(work, job_loop()).result()
 
 
-async def run_on_job_threads(
+async def run_on_job_loop(
     task_id: str, token: str, reply_to: str, database: ThreadPoolExecutor
 ) -> None:
     asyncdb.enabled.set(True)
