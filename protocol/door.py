@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -61,19 +62,50 @@ class Rejection(Exception):
         self.error = error
 
 
+class DatabaseThread(ThreadPoolExecutor):
+    """The one thread a call's ORM work runs on, lent to one call at a time and kept for later
+    calls: a thread started for each call held the event loop until it ran, and built Django's
+    connection objects anew."""
+
+    def __init__(self) -> None:
+        super().__init__(1, "a2ahub-call-db")
+        self.used = False
+
+    def submit(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().submit(*args, **kwargs)
+
+
+IDLE_THREADS = 16  # kept for later calls; past this, a thread ends with its call
+_idle: list[DatabaseThread] = []  # shared by the loops of a process (gRPC's, the web's)
+
+
 @asynccontextmanager
 async def request_context() -> AsyncIterator[None]:
     """How every door runs a call's work: its statements on the loop's own connections
-    (`a2ahub.asyncdb`), and its ORM calls on one thread of the call's own, whose connection
-    goes back when the call is done (without a context of its own, every call's ORM work
-    would queue for one shared thread)."""
+    (`a2ahub.asyncdb`), and its ORM calls on a thread no other call uses meanwhile (one
+    shared thread would queue every call's ORM work), whose connection goes back when the
+    call is done."""
     asyncdb.enabled.set(True)
+    try:
+        thread = _idle.pop()
+    except IndexError:
+        thread = DatabaseThread()
     async with ThreadSensitiveContext() as context:
+        # Lent, not given (`executor=`): a task the call started that outlives it (a turn
+        # answered at once) then gets a thread from asgiref, as it did, rather than an error.
+        SyncToAsync.context_to_thread_executor[context] = thread
         try:
             yield
         finally:
-            if context in SyncToAsync.context_to_thread_executor:
-                await sync_to_async(close_old_connections)()
+            try:
+                if thread.used:
+                    await sync_to_async(close_old_connections)()
+            finally:
+                SyncToAsync.context_to_thread_executor.pop(context, None)
+                thread.used = False
+                if len(_idle) < IDLE_THREADS:
+                    _idle.append(thread)  # (one not kept ends once collected)
 
 
 async def agent_named(slug: str) -> Agent | None:
