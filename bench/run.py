@@ -4,6 +4,7 @@ It starts the hub in distributed mode (PostgreSQL, Redis, one Celery worker, the
 uvicorn in turn) and the SDK's echo server (in-memory and PostgreSQL task stores), drives
 blocking A2A 0.3 `message/send` at each with ../shared/bench/a2a_load.py, prints req/s, p50,
 p99 and the hub/SDK ratios, and removes every process, database and Redis key it made.
+With `--method get` it drives `tasks/get` instead, of tasks the generator's sends made first.
 
     python bench/run.py                  # from the repository root, with the venv's python
     python bench/run.py --help
@@ -36,6 +37,8 @@ DEFAULT_SHARED = REPO.parent / "shared" / "bench"
 SERVER_CORE, GENERATOR_CORE = 0, 1
 # Targets at c=16 from the project's brief: hub mode -> (reference, minimum ratio).
 TARGETS = {"inline": ("sdk-memory", 0.8), "worker": ("sdk-postgres", 2.0)}
+# A read (`--method get`) of a stored task, against the SDK reading its PostgreSQL store.
+GET_TARGET = ("sdk-postgres", 1.0)
 TARGET_CONCURRENCY = 16
 
 
@@ -92,6 +95,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="which servers to measure, in this order",
     )
     p.add_argument("--modes", default="inline,worker", help="hub execution modes to measure")
+    p.add_argument("--method", default="send", choices=["send", "get"], help="what to drive")
     add_run_arguments(p, first_port=8150)
     p.add_argument("--json-out", type=Path, help="keep a2a_load's raw JSON lines here")
     args = p.parse_args(argv)
@@ -324,7 +328,7 @@ def start_sdk(bench: Bench, server: str, port: int, sdk_dsn: str) -> int:
 def run_load(bench: Bench, label: str, url: str, concurrency: int, cpu_pids: list[int]) -> dict:
     args = bench.args
     out = bench.logs / "load.jsonl"
-    command = [python(), str(args.shared / "a2a_load.py"), "--url", url, "--method", "send",
+    command = [python(), str(args.shared / "a2a_load.py"), "--url", url, "--method", args.method,
                "--protocol", "0.3", "-c", str(concurrency), "-d", str(args.duration),
                "--warmup", str(args.warmup), "--label", label, "--json-out", str(out),
                "--cpu-comm", "postgres", "--cpu-comm", "redis-server"]  # fmt: skip
@@ -377,7 +381,7 @@ def bench_server(
         for concurrency in bench.args.levels:
             print(f"  {label} c={concurrency}")
             result = run_load(bench, label, url, concurrency, pids)
-            result.update(server=server, mode=mode)
+            result.update(server=server, mode=mode, method=bench.args.method)
             bench.results.append(result)
 
 
@@ -443,12 +447,16 @@ def cleanup(bench: Bench) -> None:
 # -- the report ------------------------------------------------------------------------------
 
 
+def target_of(row: dict[str, Any]) -> tuple[str, float]:
+    return GET_TARGET if row.get("method") == "get" else TARGETS[row["mode"]]
+
+
 def reference_for(
     row: dict[str, Any], rows: list[dict[str, Any]]
 ) -> tuple[str, dict[str, Any] | None]:
     if not row["server"].startswith("hub-"):
         return "", None
-    name = TARGETS[row["mode"]][0]
+    name = target_of(row)[0]
     for other in rows:
         if "fatal" not in other and other["server"] == name and other["c"] == row["c"]:
             return name, other
@@ -487,7 +495,7 @@ def verdicts(bench: Bench) -> str:
         if "fatal" in row or not row["server"].startswith("hub-") or row["c"] != TARGET_CONCURRENCY:
             continue
         name, ref = reference_for(row, bench.results)
-        want = TARGETS[row["mode"]][1]
+        want = target_of(row)[1]
         if ref is None or not ref["rps"]:
             lines.append(f"- {row['server']} {row['mode']}: no {name} run to compare with")
             continue
@@ -508,7 +516,8 @@ def environment(bench: Bench) -> str:
     return (f"{dt.datetime.now().isoformat(timespec='minutes')}, {os.cpu_count()} cores, "
             f"Python {sys.version.split()[0]}; {packages}; pinning: {pins}; "
             f"{bench.args.duration:g} s measured + {bench.args.warmup:g} s warm-up per run; "
-            "A2A 0.3 message/send, blocking, echo agent")  # fmt: skip
+            + ("A2A 0.3 tasks/get" if bench.args.method == "get" else
+               "A2A 0.3 message/send, blocking") + ", echo agent")  # fmt: skip
 
 
 def report(bench: Bench) -> str:

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
+from a2ahub import asyncdb
 from tasks.changes import Known, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent
 from tasks.wire import task_to_pb
@@ -36,6 +37,35 @@ def load_tasks(
         for artifact in Artifact.objects.filter(task_id__in=ids):
             found[artifact.task_id].append(artifact)
     return [task_to_pb(task, histories[task.id], found[task.id]) for task in tasks]
+
+
+# `load_task` of a caller's task in one statement: its row, its newest messages (all of them
+# when the limit is NULL) and its artifacts.
+OWNED_TASK_SQL = """
+SELECT t.context_id, t.state, t.status_timestamp, t.status_message, t.metadata,
+  (SELECT coalesce(jsonb_agg(m ORDER BY m.position), '[]') FROM (SELECT message_id, context_id,
+     task_id, role, parts, reference_task_ids, extensions, metadata, position FROM tasks_message
+     WHERE task_id = t.id ORDER BY position DESC LIMIT %s) m),
+  (SELECT coalesce(jsonb_agg(a ORDER BY a.position), '[]') FROM (SELECT artifact_id, name,
+     description, parts, extensions, metadata, position FROM tasks_artifact WHERE task_id = t.id) a)
+FROM tasks_task t WHERE t.id = %s AND t.agent_id = %s AND t.owner = %s
+"""
+
+
+async def read_owned_task(
+    task_id: uuid.UUID, agent_id: int, owner: str, history_length: int | None
+) -> pb.Task | None:
+    """The owner's task on the agent, as `load_task` reads it, or None. On the event loop's
+    own connections (`asyncdb.available()`): one round trip and no thread, where the ORM
+    takes four (its pool's check, the task, its messages, its artifacts) on a thread."""
+    params = [history_length, task_id, agent_id, owner]
+    rows = await asyncdb.execute(OWNED_TASK_SQL, params, fetch=True)
+    if not rows:
+        return None
+    context_id, state, timestamp, status_message, metadata, history, artifacts = rows[0]
+    task = Task(id=task_id, context_id=context_id, state=state, status_timestamp=timestamp,
+                status_message=status_message, metadata=metadata)  # fmt: skip
+    return task_to_pb(task, [Message(**m) for m in history], [Artifact(**a) for a in artifacts])
 
 
 def histories_of(

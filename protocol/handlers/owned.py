@@ -19,14 +19,22 @@ def owned_task(call: Call, task_id: str) -> Task:
     if call.version == V01:
         task = caller_tasks(call).filter(client_id=task_id).first() if task_id else None
     else:
-        try:
-            key = uuid.UUID(task_id)
-        except (ValueError, AttributeError):
-            raise TaskNotFoundError(f"Task {shown(task_id)} was not found.") from None
-        task = caller_tasks(call).filter(id=key).first()
+        task = caller_tasks(call).filter(id=task_key(task_id)).first()
     if task is None:
-        raise TaskNotFoundError(f"Task {shown(task_id)} was not found.")
+        raise not_found(task_id)
     return task
+
+
+def task_key(task_id: str) -> uuid.UUID:
+    """The hub's id of a task, as a client names it (not one at all: no such task)."""
+    try:
+        return uuid.UUID(task_id)
+    except (ValueError, AttributeError):
+        raise not_found(task_id) from None
+
+
+def not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task {shown(task_id)} was not found.")
 
 
 # An id the client sent is echoed in an error up to this long: a 100 KB id made a gRPC

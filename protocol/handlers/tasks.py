@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from google.protobuf.json_format import MessageToDict
 
-from a2ahub import hops, tracing
+from a2ahub import asyncdb, hops, tracing
 from a2ahub.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
@@ -34,7 +34,7 @@ from agents import principals
 from agents import scopes as scope_rules
 from agents.kinds import execution_mode
 from protocol.calls import Call
-from protocol.handlers.owned import is_new_client_id, owned_task
+from protocol.handlers.owned import is_new_client_id, not_found, owned_task, task_key
 from protocol.handlers.push import inline_push_config
 from push.configs import name_given
 from tasks import changes, events, queueing, runner, writer
@@ -48,7 +48,7 @@ from tasks.models import (
     Task,
     TaskState,
 )
-from tasks.reading import load_task, load_tasks
+from tasks.reading import load_task, load_tasks, read_owned_task
 from tasks.wire import (
     ENDING_STATES,
     PB_TO_STATE,
@@ -74,7 +74,13 @@ def history_length_of(request: Any) -> int | None:
 
 async def get_task(call: Call, request: pb.GetTaskRequest) -> pb.Task:
     length = history_length_of(request)
-    return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
+    if call.version == V01 or not asyncdb.available():
+        return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
+    key, owner = task_key(request.id), call.principal.id
+    task = await read_owned_task(key, call.agent.pk, owner, length)
+    if task is None:
+        raise not_found(request.id)
+    return task
 
 
 # -- listing ------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
+from tasks.models import Task
+from tasks.reading import load_task
+from tasks.wire import task_json
 from tests.factories.envelopes import UNKNOWN_TASK, envelope
 from tests.factories.errors import invalid_params, task_not_found, validation_failed
 from tests.factories.versions import V03, V1, VERSIONS
@@ -146,3 +149,21 @@ def test_it_refuses_a_history_length_that_is_not_a_number(
     assert error["code"] == -32602
     assert field_of(error, version) == "historyLength"
     assert error["message"].startswith("Invalid params: historyLength: ")  # then the parser's words
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("length", [None, 0, 1, 3])
+def test_it_answers_the_task_as_stored_with_every_field(
+    caller: Caller, interview: Agent, version: str, length: int | None
+) -> None:
+    # Waiting for its answer: a status message, and metadata on the messages and the task.
+    sent = caller.send("interview", version, "hello", message={"metadata": {"n": 1, "s": "x"}})
+    Task.objects.filter(id=sent["id"]).update(metadata={"from": "test", "list": [1, 2.5]})
+    params = {} if length is None else {"historyLength": length}
+
+    answer = caller.get("interview", version, sent["id"], **params)
+
+    stored = load_task(Task.objects.get(id=sent["id"]), length)  # the ORM's reading
+    assert answer == task_json(stored, version)
+    assert answer["status"].get("message") and answer["metadata"]["from"] == "test"
+    assert len(answer.get("history", [])) == min(2, 2 if length is None else length)
