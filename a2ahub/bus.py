@@ -402,11 +402,6 @@ def channel_prefix(url: str) -> str:
     return f"{number}/" if number else ""
 
 
-def wire_name(channel: str, url: str) -> str:
-    """The name `channel` has on the Redis server of `url`."""
-    return channel_prefix(url) + channel
-
-
 @cache
 def for_url(url: str) -> InProcessBus:
     return RedisBus(url) if url else InProcessBus()

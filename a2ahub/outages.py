@@ -42,10 +42,6 @@ class Outage:
         # Called (on the failing thread) when an outage begins; a failing one is logged.
         self.on_began: list[Callable[[], object]] = []
 
-    @property
-    def ongoing(self) -> bool:
-        return self.began is not None
-
     def failed(self, problem: BaseException | str) -> None:
         """An attempt to use the service failed for want of it; the first of an outage is
         logged."""

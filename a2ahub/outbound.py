@@ -668,20 +668,6 @@ def _headers(headers: Mapping[str, str] | None) -> httpx.Headers:
     return merged
 
 
-def post(
-    url: str,
-    *,
-    content: bytes,
-    headers: Mapping[str, str],
-    timeout: float = DEFAULT_TIMEOUT,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    hub_paths: tuple[str, ...] = (),
-) -> Response:
-    """POST `content` to `url` (on the hub itself only under `hub_paths`), from code that is
-    not on the event loop. Raises UnsafeURL, ResponseTooLarge or httpx.HTTPError."""
-    return async_to_sync(_send)("POST", url, content, headers, timeout, max_bytes, hub_paths)
-
-
 def get(
     url: str,
     *,
@@ -702,9 +688,11 @@ async def async_post(
     headers: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    hub_paths: tuple[str, ...] = (),
 ) -> Response:
-    """The async `post`, for code running on the event loop."""
-    return await _send("POST", url, content, headers, timeout, max_bytes)
+    """POST `content` to `url` (on the hub itself only under `hub_paths`). Raises UnsafeURL,
+    ResponseTooLarge or httpx.HTTPError."""
+    return await _send("POST", url, content, headers, timeout, max_bytes, hub_paths)
 
 
 async def _send(
@@ -724,8 +712,8 @@ async def _send(
 class StreamingResponse:
     """An answer still arriving: status and headers now, the body as it comes.
 
-    Read it once, with `aiter_lines` or `aread`; both stop with ResponseTooLarge once the body
-    passes the call's limit, and with httpx.ReadTimeout once the call's deadline has passed.
+    Read it once, with `aiter_line_batches` or `aread`; both stop with ResponseTooLarge once the
+    body passes the call's limit, and with httpx.ReadTimeout once the call's deadline has passed.
     """
 
     def __init__(self, response: httpx.Response, deadline: _Deadline, max_bytes: int) -> None:
@@ -770,12 +758,6 @@ class StreamingResponse:
             pending += rest
         if pending:
             yield [_line(pending)]
-
-    async def aiter_lines(self) -> AsyncIterator[str]:
-        """Each line as soon as its LF arrives (see `aiter_line_batches`)."""
-        async for batch in self.aiter_line_batches():
-            for line in batch:
-                yield line
 
     async def aread(self) -> bytes:
         """The rest of the body, whole."""

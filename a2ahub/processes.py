@@ -51,10 +51,6 @@ class Beat:
     started_at: float  # Unix time
     beat_at: float
 
-    @property
-    def seconds_ago(self) -> float:
-        return max(0.0, time.time() - self.beat_at)
-
 
 _local: dict[str, Beat] = {}  # embedded: this process's own beat
 _lock = threading.Lock()

@@ -76,16 +76,10 @@ def body_digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def sign_delivery(
-    body: bytes, delivery_id: str, task_id: str, issuer: str, audience: str = ""
-) -> str:
-    return current_signer().sign(body, delivery_id, task_id, issuer, audience)
-
-
 def sign_with(
     key: SigningKey, body: bytes, delivery_id: str, task_id: str, issuer: str, audience: str = ""
 ) -> str:
-    """`sign_delivery` with a key already loaded (for callers that cannot query then)."""
+    """A delivery's token signed with a key already loaded (for callers that cannot query then)."""
     signer = signer_for(key.kid, key.private_pem)
     return signer.sign(body, delivery_id, task_id, issuer, audience)
 

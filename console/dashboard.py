@@ -132,10 +132,6 @@ class Dashboard:
         return sum(c.count for c in self.finished_hour)
 
     @property
-    def finished_day_total(self) -> int:
-        return sum(c.count for c in self.finished_day)
-
-    @property
     def sends_hour_total(self) -> int:
         return sum(bar.ok for bar in self.sends_per_minute)
 

@@ -245,14 +245,6 @@ def job_database_thread() -> ThreadPoolExecutor:
     return executor
 
 
-def end_job_thread() -> None:
-    """Close this thread's database thread (a thread that runs no more jobs)."""
-    if (executor := getattr(_job_threads, "database", None)) is not None:
-        executor.submit(connections.close_all).result()
-        executor.shutdown()
-        _job_threads.database = None
-
-
 def run_job(task_id: str, token: str, reply_to: str = "") -> None:
     """A worker job's turn, on the process's job loop (`job_loop`), for a Celery worker's
     thread or one of a web process's in-process pool, which waits for it. Its statements go to

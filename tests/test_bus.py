@@ -120,7 +120,7 @@ def test_code_without_a_loop_hears_messages_on_the_bus_s_own_thread(
     assert eventually(lambda: each_bus.subscribed(channel), timeout=WITHIN)
     if each_bus.distributed:  # the SUBSCRIBE goes out a moment after the registration
         client = redis.Redis.from_url(REDIS_URL)
-        name = bus.wire_name(channel, REDIS_URL)
+        name = bus.channel_prefix(REDIS_URL) + channel
         assert eventually(lambda: client.pubsub_numsub(name)[0][1] == 1, timeout=WITHIN)
 
     each_bus.publish(channel, b"stop t-1")
@@ -137,7 +137,7 @@ async def test_another_process_s_message_arrives_decoded(channel: str) -> None:
     client = redis.Redis.from_url(REDIS_URL)
     try:
         client.publish(
-            bus.wire_name(channel, REDIS_URL), ELSEWHERE + b" " + dumps({"from": "elsewhere"})
+            bus.channel_prefix(REDIS_URL) + channel, ELSEWHERE + b" " + dumps({"from": "elsewhere"})
         )
         assert await heard.wait_for(1) == [{"from": "elsewhere"}]
     finally:
@@ -155,7 +155,7 @@ async def test_a_hub_hears_only_the_messages_of_its_own_redis_database(channel: 
     client = redis.Redis.from_url(REDIS_URL)
     try:
         for number in (0, 14, 13):
-            name = bus.wire_name(channel, with_path(REDIS_URL, f"/{number}"))
+            name = bus.channel_prefix(with_path(REDIS_URL, f"/{number}")) + channel
             client.publish(name, ELSEWHERE + b" " + dumps({"database": number}))
         assert await heard.wait_for(1) == [{"database": 13}]
         await asyncio.sleep(0.2)

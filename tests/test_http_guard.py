@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 import httpx
 import pytest
+from asgiref.sync import async_to_sync
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -27,6 +28,8 @@ from pytest_django.fixtures import Settings
 from a2ahub import outbound
 from a2ahub.outbound_pool import OutboundPool
 from tests.helpers import serving
+
+post = async_to_sync(outbound.async_post)  # from a test's thread, not a loop
 
 PUBLIC_ADDRESS = "93.184.215.14"
 
@@ -265,7 +268,7 @@ def test_only_a_name_is_looked_up() -> None:
 def test_it_posts_to_an_allow_listed_local_server_and_reads_its_answer(
     server: str, allow_loopback: None
 ) -> None:
-    response = outbound.post(
+    response = post(
         f"{server}/webhook",
         content=b'{"state": "completed"}',
         headers={"X-A2A-Notification-Token": "secret", "User-Agent": "spoofed"},
@@ -284,13 +287,13 @@ def test_it_allows_an_allow_listed_host_name_and_keeps_it_in_the_host_header(
 ) -> None:
     settings.OUTBOUND_ALLOWED_HOSTS = ["LocalHost"]
     outbound.check_url(f"http://localhost:{port}/webhook")
-    response = outbound.post(f"http://localhost:{port}/webhook", content=b"hi", headers={})
+    response = post(f"http://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
 
 
 def test_it_refuses_to_send_to_a_loopback_server_that_is_not_allow_listed(server: str) -> None:
     with pytest.raises(outbound.UnsafeURL):
-        outbound.post(f"{server}/webhook", content=b"hi", headers={})
+        post(f"{server}/webhook", content=b"hi", headers={})
     assert Receiver.seen == []
 
 
@@ -310,7 +313,7 @@ def test_it_refuses_a_name_that_rebinds_to_a_private_address_at_connect_time(
     with pytest.raises(
         outbound.UnsafeURL, match=re.escape("resolves to 127.0.0.1, a loopback address")
     ):
-        outbound.post(url, content=b"hi", headers={})
+        post(url, content=b"hi", headers={})
     assert Receiver.seen == []
 
 
@@ -335,10 +338,10 @@ def test_it_allows_the_hubs_own_origin_and_only_that_port(
 ) -> None:
     settings.PUBLIC_BASE_URL = server
     inbox = ("/inbox",)
-    answer = outbound.post(f"{server}/inbox", content=b"hi", headers={}, hub_paths=inbox)
+    answer = post(f"{server}/inbox", content=b"hi", headers={}, hub_paths=inbox)
     assert answer.status_code == 200
     with pytest.raises(outbound.UnsafeURL):
-        outbound.post(f"http://127.0.0.1:{port + 1}/inbox", content=b"hi", headers={},
+        post(f"http://127.0.0.1:{port + 1}/inbox", content=b"hi", headers={},
                       hub_paths=inbox)  # fmt: skip
 
 
@@ -435,7 +438,7 @@ def test_https_keeps_the_host_name_for_sni_and_certificate_checks(
 ) -> None:
     port, server_names = tls_server
     settings.OUTBOUND_ALLOWED_HOSTS = ["localhost"]
-    response = outbound.post(f"https://localhost:{port}/webhook", content=b"hi", headers={})
+    response = post(f"https://localhost:{port}/webhook", content=b"hi", headers={})
     assert response.json()["host"] == f"localhost:{port}"
     assert server_names == ["localhost"]
 
@@ -489,7 +492,8 @@ def stream_lines(url: str, **options: float) -> tuple[int, list[str]]:
         async with outbound.async_stream_post(
             url, content=b"hi", headers={}, **options
         ) as response:
-            return response.status_code, [line async for line in response.aiter_lines()]
+            batches = response.aiter_line_batches()
+            return response.status_code, [ln async for lines in batches for ln in lines]
 
     return asyncio.run(run())
 
@@ -505,11 +509,11 @@ def test_async_stream_post_gives_each_line_as_soon_as_it_arrives(
         async with outbound.async_stream_post(
             f"{server}/lines", content=b"hi", headers=headers
         ) as response:
-            lines = response.aiter_lines()
-            first = await anext(lines)
+            batches = response.aiter_line_batches()
+            first = await anext(batches)
             early = not go_on.is_set()  # the server is still waiting for us
             go_on.set()
-            return response, [first] + [line async for line in lines], early
+            return response, first + [ln async for lines in batches for ln in lines], early
 
     try:
         response, lines, early = asyncio.run(run())

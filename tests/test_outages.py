@@ -64,7 +64,7 @@ def test_each_outage_after_the_first_is_logged_again(
     redis.answered()
     clock.now += 60
     redis.failed(TimeoutError())
-    assert redis.ongoing
+    assert redis.began is not None
     clock.now += 0.3
     redis.answered()
 
@@ -75,7 +75,7 @@ def test_each_outage_after_the_first_is_logged_again(
         "Redis at 127.0.0.1:6379 is unavailable (TimeoutError); logged again when it answers",
         "Redis at 127.0.0.1:6379 answers again after 0.3 s away (1 failed attempt meanwhile)",
     ]
-    assert not redis.ongoing
+    assert redis.began is None
 
 
 def test_the_hooks_run_once_when_an_outage_begins_and_a_failing_one_is_logged(
@@ -113,7 +113,7 @@ def test_a_job_failing_for_want_of_the_database_is_an_info_line_of_the_outage() 
                                 None, sys.exc_info())  # fmt: skip
     try:
         assert OutagesFilter().filter(away) and OutagesFilter().filter(bug)
-        assert outages.DATABASE.ongoing
+        assert outages.DATABASE.began is not None
     finally:
         outages.DATABASE.answered()
 

@@ -10,12 +10,15 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
+from asgiref.sync import async_to_sync
 from pytest_django.fixtures import Settings
 
 from a2ahub import outbound
 from a2ahub.outbound_pool import OutboundPool
 from tests.helpers import serving
 from tests.test_outbound_hub import Counter
+
+post = async_to_sync(outbound.async_post)  # from a test's thread, not a loop
 
 INBOX = ("/push/inbox/",)
 
@@ -71,7 +74,7 @@ async def webhook_client(url: str) -> None:
 
 
 def general_client(url: str) -> None:
-    outbound.post(url, content=b"{}", headers={}, timeout=5, hub_paths=INBOX)
+    post(url, content=b"{}", headers={}, timeout=5, hub_paths=INBOX)
 
 
 def refusal(call: object) -> str:

@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from asgiref.sync import async_to_sync
 from pytest_django.fixtures import Settings
 
 from a2ahub import outbound
 from a2ahub.outbound_pool import OutboundPool
 from tests.helpers import serving
+
+post = async_to_sync(outbound.async_post)  # from a test's thread, not a loop
 
 SELF = "points at this hub itself"
 
@@ -87,11 +90,11 @@ def test_the_hubs_grpc_server_is_the_hub_on_every_path(hub_port: int, settings: 
             with pytest.raises(outbound.UnsafeURL, match=SELF):
                 outbound.check_url(url, hub_paths=hub_paths)
             with pytest.raises(outbound.UnsafeURL, match=SELF):
-                outbound.post(url, content=b"", headers={}, hub_paths=hub_paths)
+                post(url, content=b"", headers={}, hub_paths=hub_paths)
             with pytest.raises(outbound.UnsafeURL, match=SELF):
                 asyncio.run(pool_post(url, hub_paths))
         settings.GRPC_PORT = 0
-        assert outbound.post(url, content=b"", headers={}).is_success
+        assert post(url, content=b"", headers={}).is_success
     assert Counter.seen == ["/push/inbox/t/"]
 
 
@@ -112,11 +115,9 @@ def test_a_caller_reaches_only_the_paths_of_the_hub_it_names(hub_port: int) -> N
     base = f"http://localhost:{hub_port}"
     inbox = ("/push/inbox/",)
 
-    assert outbound.post(
-        f"{base}/push/inbox/t/", content=b"", headers={}, hub_paths=inbox
-    ).is_success
+    assert post(f"{base}/push/inbox/t/", content=b"", headers={}, hub_paths=inbox).is_success
     with pytest.raises(outbound.UnsafeURL, match="only /push/inbox/ may be reached"):
-        outbound.post(f"{base}/registry/agents", content=b"", headers={}, hub_paths=inbox)
+        post(f"{base}/registry/agents", content=b"", headers={}, hub_paths=inbox)
     assert Counter.seen == ["/push/inbox/t/"]
 
 
@@ -137,7 +138,7 @@ def test_dot_segments_in_any_spelling_never_leave_the_allowed_path(
     url = f"http://localhost:{hub_port}{path}"
 
     with pytest.raises(outbound.UnsafeURL, match="dot segment"):
-        outbound.post(url, content=b"", headers={}, hub_paths=("/push/inbox/",))
+        post(url, content=b"", headers={}, hub_paths=("/push/inbox/",))
     with pytest.raises(outbound.UnsafeURL, match="dot segment"):
         asyncio.run(pool_post(url, ("/push/inbox/",)))
     assert Counter.seen == []

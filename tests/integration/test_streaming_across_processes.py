@@ -107,7 +107,7 @@ def subscribers(hub: Hub, task_id: str) -> int:
     client = redis.Redis.from_url(hub.env["REDIS_URL"], socket_timeout=5)
     try:
         [(_, count)] = client.pubsub_numsub(
-            bus.wire_name(CHANNEL_PREFIX + task_id, hub.env["REDIS_URL"])
+            bus.channel_prefix(hub.env["REDIS_URL"]) + CHANNEL_PREFIX + task_id
         )
         return int(count)
     finally:

@@ -12,7 +12,7 @@ from django.apps import apps
 from django.test import Client
 
 from a2ahub.outbound import forget_own_origins
-from a2ahub.signing import issuer, sign_delivery
+from a2ahub.signing import current_signer, issuer
 from agents.models import Agent
 from push.models import Delivery, InboxMessage, WebhookInbox
 from tests.factories.errors import invalid_params
@@ -73,7 +73,7 @@ def test_a_forged_body_is_stored_with_an_invalid_signature(
     # A delivery signed for this inbox, posted once as signed and once altered.
     genuine = b'{"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}}'
     audience = f"http://127.0.0.1:8000/push/inbox/{inbox.token}/"
-    signature = sign_delivery(genuine, "d-1", "t-1", issuer(), audience)
+    signature = current_signer().sign(genuine, "d-1", "t-1", issuer(), audience)
     headers = {"A2A-Push-Signature": signature, "webhook-id": "d-1",
                "X-A2A-Notification-Token": TOKEN}  # fmt: skip
     forged = genuine.replace(b"TASK_STATE_COMPLETED", b"TASK_STATE_FAILED")

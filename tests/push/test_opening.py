@@ -59,7 +59,7 @@ def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[st
         asyncdb.enabled.set(True)  # as the hub's ASGI app does for its requests
         client = redis_clients.subscriber_client(settings.REDIS_URL)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
-        await pubsub.subscribe(bus.wire_name(WAKE_CHANNEL, settings.REDIS_URL))
+        await pubsub.subscribe(bus.channel_prefix(settings.REDIS_URL) + WAKE_CHANNEL)
         try:
             await asyncdb.pool()
             seen.clear()

@@ -67,7 +67,8 @@ def worker_thread() -> Iterator[Callable[[Callable[[], Any]], threading.Thread]]
             try:
                 work()
             finally:
-                runner.end_job_thread()
+                # The thread's database thread, kept from job to job, goes with it.
+                runner.job_database_thread().submit(connections.close_all).result()
                 connections.close_all()
 
         thread = threading.Thread(target=run)
