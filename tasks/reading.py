@@ -15,6 +15,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
 from a2ahub import asyncdb
+from a2ahub.errors import TaskNotFoundError
 from tasks.changes import Known, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent
 from tasks.wire import task_to_pb
@@ -54,14 +55,15 @@ FROM tasks_task t WHERE t.id = %s AND t.agent_id = %s AND t.owner = %s
 
 async def read_owned_task(
     task_id: uuid.UUID, agent_id: int, owner: str, history_length: int | None
-) -> pb.Task | None:
-    """The owner's task on the agent, as `load_task` reads it, or None. On the event loop's
-    own connections (`asyncdb.available()`): one round trip and no thread, where the ORM
-    takes four (its pool's check, the task, its messages, its artifacts) on a thread."""
+) -> pb.Task:
+    """The owner's task on the agent, as `load_task` reads it (none: TaskNotFoundError, what
+    a client is told of another's task). On the event loop's own connections
+    (`asyncdb.available()`): one round trip and no thread, where the ORM takes four (its
+    pool's check, the task, its messages, its artifacts) on a thread."""
     params = [history_length, task_id, agent_id, owner]
     rows = await asyncdb.execute(OWNED_TASK_SQL, params, fetch=True)
     if not rows:
-        return None
+        raise TaskNotFoundError(f"Task {str(task_id)!r} was not found.")
     context_id, state, timestamp, status_message, metadata, history, artifacts = rows[0]
     task = Task(id=task_id, context_id=context_id, state=state, status_timestamp=timestamp,
                 status_message=status_message, metadata=metadata)  # fmt: skip

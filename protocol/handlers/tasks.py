@@ -34,7 +34,7 @@ from agents import principals
 from agents import scopes as scope_rules
 from agents.kinds import execution_mode
 from protocol.calls import Call
-from protocol.handlers.owned import is_new_client_id, not_found, owned_task, task_key
+from protocol.handlers.owned import is_new_client_id, owned_task, task_key
 from protocol.handlers.push import inline_push_config
 from push.configs import name_given
 from tasks import changes, events, queueing, runner, writer
@@ -76,11 +76,15 @@ async def get_task(call: Call, request: pb.GetTaskRequest) -> pb.Task:
     length = history_length_of(request)
     if call.version == V01 or not asyncdb.available():
         return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
-    key, owner = task_key(request.id), call.principal.id
-    task = await read_owned_task(key, call.agent.pk, owner, length)
-    if task is None:
-        raise not_found(request.id)
-    return task
+    return await stored_task(call, task_key(request.id), length)
+
+
+async def stored_task(call: Call, task_id: uuid.UUID, length: int | None) -> pb.Task:
+    """The caller's task as stored now, by the hub's id: on PostgreSQL in one statement from
+    the loop (`read_owned_task`), elsewhere through the ORM."""
+    if not asyncdb.available():
+        return await sync_to_async(lambda: load_task(Task.objects.get(id=task_id), length))()
+    return await read_owned_task(task_id, call.agent.pk, call.principal.id, length)
 
 
 # -- listing ------------------------------------------------------------------------------
@@ -226,7 +230,7 @@ async def cancel_task(call: Call, request: pb.CancelTaskRequest) -> pb.Task:
         raise TaskNotCancelableError(
             f"Task {request.id} ended before it could be canceled."
         ) from None
-    return await sync_to_async(lambda: load_task(Task.objects.get(id=task.id), None))()
+    return await stored_task(call, task.id, None)
 
 
 # -- send -------------------------------------------------------------------------------------
@@ -443,7 +447,7 @@ async def run_turn(
     whole = length is None or updater.unwritten is not None
     if isinstance(settled, changes.Outcome) and settled.snapshot is not None and whole:
         return with_history_length(settled.snapshot, length)
-    return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+    return await stored_task(call, spec.id, length)
 
 
 # A worker turn's end is heard from its job's reply. Past this much waiting the send also
@@ -458,7 +462,7 @@ async def run_on_worker(
     stored = turn.stored
     if immediate:
         await queue_turn(spec, turn)
-        return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+        return await stored_task(call, spec.id, length)
     task_id = str(spec.id)
     channel, reply = await events.expect_reply(task_id)
     try:
@@ -474,7 +478,7 @@ async def run_on_worker(
         events.forget_reply(channel, task_id)
     if ended:
         return with_history_length(pb.Task.FromString(ended), length)
-    return await sync_to_async(lambda: load_task(Task.objects.get(id=spec.id), length))()
+    return await stored_task(call, spec.id, length)
 
 
 async def queue_turn(spec: NewTask, turn: Turn, reply_to: str = "") -> bool:
