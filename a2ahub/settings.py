@@ -266,8 +266,8 @@ def database_config(url: str) -> dict[str, object]:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL we can use: {exc}") from exc
     if config["ENGINE"] == "django.db.backends.postgresql":
-        # Under ASGI every request runs on a new thread, so CONN_MAX_AGE gives no reuse:
-        # a pool is the only way to keep connections across requests.
+        # Under ASGI a page runs each request on a new thread (a door call on a lent one), so
+        # CONN_MAX_AGE would keep a connection per thread: a pool keeps them across requests.
         config["CONN_MAX_AGE"] = 0
         # The pool checks a connection (one empty statement) before handing it out: after the
         # database restarts every pooled connection is dead, and each would fail the request

@@ -5,6 +5,7 @@ each of these and how they answer."""
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -67,9 +68,7 @@ class DatabaseThread(ThreadPoolExecutor):
     calls: a thread started for each call held the event loop until it ran, and built Django's
     connection objects anew."""
 
-    def __init__(self) -> None:
-        super().__init__(1, "a2ahub-call-db")
-        self.used = False
+    used = False  # since it was lent
 
     def submit(self, *args: Any, **kwargs: Any) -> Any:
         self.used = True
@@ -90,7 +89,7 @@ async def request_context() -> AsyncIterator[None]:
     try:
         thread = _idle.pop()
     except IndexError:
-        thread = DatabaseThread()
+        thread = DatabaseThread(1, "a2ahub-call-db")
     async with ThreadSensitiveContext() as context:
         # Lent, not given (`executor=`): a task the call started that outlives it (a turn
         # answered at once) then gets a thread from asgiref, as it did, rather than an error.
@@ -98,11 +97,13 @@ async def request_context() -> AsyncIterator[None]:
         try:
             yield
         finally:
+            # Taken back first: work the call's tasks hand over from now on goes elsewhere, so
+            # none comes after the close and leaves a connection checked out on an idle thread.
+            SyncToAsync.context_to_thread_executor.pop(context, None)
             try:
                 if thread.used:
-                    await sync_to_async(close_old_connections)()
+                    await asyncio.get_running_loop().run_in_executor(thread, close_old_connections)
             finally:
-                SyncToAsync.context_to_thread_executor.pop(context, None)
                 thread.used = False
                 if len(_idle) < IDLE_THREADS:
                     _idle.append(thread)  # (one not kept ends once collected)
