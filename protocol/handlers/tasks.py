@@ -74,9 +74,10 @@ def history_length_of(request: Any) -> int | None:
 
 async def get_task(call: Call, request: pb.GetTaskRequest) -> pb.Task:
     length = history_length_of(request)
-    if call.version == V01 or not asyncdb.available():
-        return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
-    return await stored_task(call, task_key(request.id), length)
+    if call.version != V01 and asyncdb.available():
+        key, owner = task_key(request.id), call.principal.id
+        return await read_owned_task(key, call.agent.pk, owner, length)
+    return await sync_to_async(lambda: load_task(owned_task(call, request.id), length))()
 
 
 async def stored_task(call: Call, task_id: uuid.UUID, length: int | None) -> pb.Task:
