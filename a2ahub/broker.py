@@ -1,7 +1,8 @@
-"""Celery's worker consumer and beat scheduler (settings `CELERY_WORKER_CONSUMER`,
-`CELERY_BEAT_SCHEDULER`) as Celery makes them, except that they reconnect to a broker that
-went away within a second of its return, and that beat runs the periodic jobs registered
-`in_beat` itself (`a2ahub.schedule`)."""
+"""Celery's worker consumer, beat scheduler and Redis transport (settings
+`CELERY_WORKER_CONSUMER`, `CELERY_BEAT_SCHEDULER`, `CELERY_BROKER_TRANSPORT`) as Celery and
+kombu make them, except that they reconnect to a broker that went away within a second of its
+return, that a worker survives losing its broker while it holds a job, and that beat runs the
+periodic jobs registered `in_beat` itself (`a2ahub.schedule`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import logging
 from functools import partial
 from typing import Any
 
+import redis
 from celery import beat
 from celery.worker.consumer import Consumer as CeleryConsumer
 from django.conf import settings
+from kombu.transport import redis as kombu_redis
 
 from a2ahub import outages, schedule
 
@@ -52,3 +55,21 @@ def reconnect(ensure: Any, errback: Any = None, max_retries: Any = None, **optio
     )
     outage.answered()
     return connection
+
+
+class Channel(kombu_redis.Channel):
+    def _connparams(self, asynchronous: bool = False) -> Any:
+        # When Redis drops a worker's connection, Celery has kombu collect it (which closes
+        # its channel and drops the transport's link to the connection) and then close it.
+        # A channel whose first close the dead Redis cut short is closed again, and if the
+        # worker holds unacknowledged jobs (one waiting for its countdown or for a thread)
+        # kombu builds a client from the dropped link to give them back: an AttributeError
+        # that ended the worker. As a connection error, the close is skipped like any other
+        # on a broker that is away; Redis keeps the jobs for the next connection.
+        if self.connection.client is None:
+            raise redis.ConnectionError("the broker connection was already closed")
+        return super()._connparams(asynchronous)
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel

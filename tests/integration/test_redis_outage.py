@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2ahub.celery import app
 from tests.factories.envelopes import NON_BLOCKING, rpc_body
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1
@@ -435,3 +436,33 @@ def recoveries_run(hub: Hub) -> int:
 
 def bases(hub: Hub) -> list[str]:
     return [hub.web_a, hub.web_b]
+
+
+def test_a_worker_holding_a_job_for_later_lives_through_redis_going_away(
+    hub: Hub, private_redis: RedisServer
+) -> None:
+    """A worker that holds a job waiting for its countdown (kombu keeps it unacknowledged)
+    while Redis drops its connection stays up, and takes jobs again once Redis is back: it
+    does not end with an unrecoverable error."""
+    job_id = str(uuid.uuid4())
+    with app.connection_for_write(private_redis.url) as connection:
+        app.send_task("registry.check_registrations", task_id=job_id, countdown=600,
+                      connection=connection)  # fmt: skip
+    received = f"[{job_id}] received"
+    assert eventually(lambda: any(received in read(w) for w in hub.workers), timeout=10)
+    holder = next(w for w in hub.workers if received in read(w))
+
+    private_redis.stop()
+    time.sleep(1.0)  # the outage itself, not a wait for something to happen
+    private_redis.start()
+
+    reconnected = lambda: "Connected to" in read(holder).rsplit(received, 1)[1]  # noqa: E731
+    assert eventually(lambda: reconnected() or not holder.alive(), timeout=BACK_WITHIN)
+    assert holder.alive(), read(holder)[-3000:]
+    assert "Unrecoverable error" not in read(holder)
+    works = [works_through(base, time.monotonic() + BACK_WITHIN) for base in bases(hub)]
+    assert works == [True, True]
+
+
+def read(process: Process) -> str:
+    return process.log.read_text(errors="replace")
