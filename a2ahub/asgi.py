@@ -9,7 +9,7 @@ hottest path; a probe also comes addressed to a pod's address, which no ALLOWED_
 WebSocket routes (the console's live pages, mounted through `a2ahub.routing`) sit behind the
 session's user, the allowed hosts and the hub's own origin (scheme, host and port:
 `a2ahub.socket_origin`). A process serving this application says it is alive
-(`a2ahub.processes`), as a web process.
+(`a2ahub.processes`), as a web process (the bulk process, `protocol.bulk`, as `bulk`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from protocol import mcp_door  # noqa: E402
 from protocol.routes import route_at  # noqa: E402
 from registry import body_limit as registry_body_limit  # noqa: E402
 
-processes.start("web")
+processes.start("bulk" if settings.BULK_PROCESS else "web")
 
 if os.environ.get("A2AHUB_GRPC_IN_WEB") == "1":  # set by runhub for an embedded hub
     from protocol import grpc_server

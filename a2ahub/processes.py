@@ -45,7 +45,7 @@ holding: Callable[[], list[object]] | None = None
 @dataclass(frozen=True)
 class Beat:
     id: str
-    kind: str  # "web", "worker" or "beat"
+    kind: str  # "web", "bulk" (`protocol.bulk`), "worker" or "beat"
     host: str
     pid: int
     started_at: float  # Unix time

@@ -386,6 +386,11 @@ A2A_MAX_METADATA_BYTES = env_int("A2A_MAX_METADATA_BYTES", 64 * 1024, 64, 1024**
 # one too, as are the task rows it makes (planned, then read back), so the event loop keeps
 # answering other requests meanwhile (a2ahub/big_bodies.py).
 A2A_THREAD_BODY_BYTES = env_int("A2A_THREAD_BODY_BYTES", 256 * 1024, 0, 1024**3)
+# The Unix socket of the bulk process, which serves door requests whose body passes
+# A2A_THREAD_BODY_BYTES so that their long C calls hold another interpreter (`protocol.bulk`);
+# runhub starts one and sets it for a distributed hub. Empty: each web process serves its own.
+BULK_PROCESS = env_bool("A2AHUB_BULK_PROCESS", False)  # runhub's bulk process itself
+A2A_BULK_SOCKET = "" if BULK_PROCESS else env_str("A2A_BULK_SOCKET")
 A2A_BLOCKING_TIMEOUT_SECONDS = env_float("A2A_BLOCKING_TIMEOUT_SECONDS", 60.0, 0.1, 3600.0)
 # Every process says it is alive this often (a2ahub/processes.py) and beats the hearts of the
 # turns it runs (one UPDATE of its running tasks); recovery runs as often. A process silent for

@@ -9,6 +9,7 @@ for anyone), and a SIGKILLed worker stayed a zombie until the whole hub was rest
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -43,6 +44,7 @@ class Child:
 
     name: str
     command: list[str]
+    env: dict[str, str] | None = None  # over this process's own
     popen: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     quick_deaths: int = 0
@@ -95,7 +97,8 @@ class Supervisor:
 
     def start(self, child: Child, now: float) -> None:
         try:
-            child.popen = subprocess.Popen(child.command)
+            env = os.environ | child.env if child.env else None
+            child.popen = subprocess.Popen(child.command, env=env)
         except OSError as exc:
             delay = child.died(now)
             logger.error("%s could not start (%s); trying again in %g s", child.name, exc, delay)

@@ -2,11 +2,13 @@
 small A2A `GetTask`, while it is served.
 
 It starts the distributed hub with bench/run.py's machinery (PostgreSQL, Redis, a migrated
-and seeded database, one daphne web process; the `echo` agent answers inline, so no worker)
-and a probe in a process of its own that asks, in turn, `/healthz` and a JSON-RPC `GetTask` of
-a small task (the door, its database pool) every 20 ms and notes each wait. The
-client then sends, one after another, blocking 1.0 `SendMessage`s of just under 10 MB (the
-default request limit) to `echo`, which answers with all of it: each shape `--sends` times.
+and seeded database, one daphne web process and, as runhub starts beside it, the bulk
+process that serves big bodies (`--no-bulk`: none, the web process serves them itself); the
+`echo` agent answers inline, so no worker) and a probe in a process of its own that asks, in
+turn, `/healthz` and a JSON-RPC `GetTask` of a small task (the door, its database pool) every
+20 ms and notes each wait. The client then sends, one after another, blocking 1.0
+`SendMessage`s of just under 10 MB (the default request limit) to `echo`, which answers with
+all of it: each shape `--sends` times.
 
     python bench/big_bodies.py               # from the repository root; about a minute
     python bench/big_bodies.py --sends 10 --markdown out.md
@@ -42,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     hub.add_service_arguments(p, redis_db=6)
     p.add_argument("--sends", type=int, default=5, help="sends of each shape")
+    p.add_argument("--no-bulk", dest="bulk", action="store_false",
+                   help="no bulk process: the web process serves big bodies itself")  # fmt: skip
     p.add_argument("--probe", help=argparse.SUPPRESS)  # the probe's own process: its base URL
     p.add_argument("--probe-task", help=argparse.SUPPRESS)  # and the task it asks for
     hub.add_run_arguments(p, first_port=8370)
@@ -134,6 +138,11 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], dict[str, list[flo
     print("== preparing the hub (migrate, seed)")
     hub.prepare_hub(bench, env)
     base = f"http://127.0.0.1:{port}"
+    if args.bulk:  # as runhub serves a distributed hub
+        env["A2A_BULK_SOCKET"] = str(bench.logs / "bulk.sock")
+        endpoint = f"unix:{env['A2A_BULK_SOCKET']}:lockfile=1"
+        command = [sys.executable, "-m", "a2ahub.daphne", "-e", endpoint, "a2ahub.asgi:application"]
+        bench.start("bulk", command, env | {"A2AHUB_BULK_PROCESS": "1"}, hub.REPO)
     bench.start("web", hub.hub_web_command("hub-daphne", port), env, hub.REPO)
     hub.wait_http(bench, "web", f"{base}/agents/echo/.well-known/agent-card.json")
     endpoint = f"{base}/agents/echo/jsonrpc/"

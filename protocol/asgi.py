@@ -3,8 +3,9 @@
 
 Django's ASGI handler spends two thread hops per request on its request signals, and with
 them a thread of its own; the doors use no middleware, sessions, cookies or signals, so they
-are served here instead: read the body (refusing it once it passes the size limit), hand the
-view our own request (`a2ahub.request`), send its answer. Sync work the view does still gets
+are served here instead: read the body (refusing it once it passes the size limit; a big one
+goes to the bulk process, `protocol.bulk`), hand the view our own request (`a2ahub.request`),
+send its answer. Sync work the view does still gets
 one thread per request, and that thread's database connection goes back to the pool at the
 end, as Django's `request_finished` signal would do. Writes on the hot path skip threads
 altogether (`a2ahub.asyncdb`).
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
@@ -24,7 +27,7 @@ from django.http.response import HttpResponseBase
 from a2ahub import body_limit, metrics, numerals, request_id
 from a2ahub.errors import InvalidRequestError, internal_error
 from a2ahub.request import Request
-from protocol import door
+from protocol import bulk, door
 from protocol.routes import Route, route_at
 
 logger = logging.getLogger(__name__)
@@ -42,22 +45,51 @@ class TooLarge(Exception):
 
 async def serve(scope: Scope, receive: Any, send: Any, route: Route) -> None:
     request_id.begin_asgi(scope.get("headers", []))
+    body = Body(receive, settings.A2A_MAX_REQUEST_BYTES)
     try:
-        declared = body_limit.declared_length(scope)
-        body = await read_body(receive, settings.A2A_MAX_REQUEST_BYTES, declared)
+        if numerals.is_over(body_limit.declared_length(scope), body.limit):
+            raise TooLarge
+        big = bulk.enabled() and await body.passes(settings.A2A_THREAD_BODY_BYTES)
+        if big and await hand_over(scope, body, send, receive, route):
+            return
+        whole = await body.read()
     except Disconnected:
         return
     except TooLarge:
         await send_plain(too_large(scope, route), send)
         return
     async with door.request_context():
-        response = await respond(scope, body, route)
+        response = await respond(scope, whole, route)
     # Answered outside the request's thread context: a stream may stay open for hours, and
     # the thread would stay with it (a thousand streams, a thousand idle threads).
     if response.streaming:
         await send_streaming(response, send, receive)
     else:
         await send_plain(response, send)
+
+
+async def hand_over(scope: Scope, body: Body, send: Any, receive: Any, route: Route) -> bool:
+    """Whether the bulk process (`protocol.bulk`) answered the request; when it cannot be
+    reached, the request is this process's to serve."""
+    try:
+        upstream = await bulk.hand_over(scope, body.stream())
+    except httpx.HTTPError as exc:
+        logger.error("the bulk process failed a request to %s: %r", scope["path"], exc)
+        await send_plain(route.refuse(Request.of(scope), internal_error(exc), None), send)
+        return True
+    if upstream is None:
+        return False
+    answer = bulk.Relayed(upstream)
+    try:
+        if answer.streaming:
+            await send_streaming(answer, send, receive)
+        else:
+            await pump(answer, send)
+    except httpx.HTTPError as exc:
+        logger.error("the bulk process broke off its answer to %s: %r", scope["path"], exc)
+    finally:
+        await upstream.aclose()
+    return True
 
 
 async def respond(scope: Scope, body: bytes, route: Route) -> HttpResponseBase:
@@ -92,24 +124,46 @@ def body_limit_at(scope: Scope) -> body_limit.Limit | None:
     return body_limit.Limit(settings.A2A_MAX_REQUEST_BYTES, refusal)
 
 
-async def read_body(receive: Any, limit: int, declared: str = "") -> bytes:
-    """The whole body, refused (TooLarge) at once when it declares more than `limit` bytes,
-    or as soon as more arrive."""
-    if numerals.is_over(declared, limit):
-        raise TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
+class Body:
+    """A request's body as it arrives, refused (TooLarge) once more than `limit` bytes came."""
+
+    def __init__(self, receive: Any, limit: int) -> None:
+        self.receive = receive
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.done = False
+
+    async def passes(self, size: int) -> bool:
+        """Whether the body is longer than `size`, read until that is known (what came is
+        kept for `stream` or `read`)."""
+        while not self.done and self.size <= size:
+            await self.next_chunk()
+        return self.size > size
+
+    async def read(self) -> bytes:
+        while not self.done:
+            await self.next_chunk()
+        return b"".join(self.chunks)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        """What came so far, then the rest as it comes."""
+        for chunk in list(self.chunks):
+            yield chunk
+        while not self.done:
+            yield await self.next_chunk()
+
+    async def next_chunk(self) -> bytes:
+        message = await self.receive()
         if message["type"] == "http.disconnect":
             raise Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
+        chunk: bytes = message.get("body", b"")
+        self.size += len(chunk)
+        if self.size > self.limit:
             raise TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+        self.chunks.append(chunk)
+        self.done = not message.get("more_body", False)
+        return chunk
 
 
 def headers_of(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:

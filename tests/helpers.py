@@ -52,14 +52,20 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 9
 def wait_for_port(
     address: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 90
 ) -> None:
-    """Until something accepts connections at `host:port` (a gRPC server, say)."""
+    """Until something accepts connections at `host:port` (a gRPC server, say), or at the
+    path of a Unix socket."""
     host, _, port = address.rpartition(":")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            socket.create_connection((host, int(port)), timeout=1).close()
+            if address.startswith("/"):
+                with socket.socket(socket.AF_UNIX) as unix:
+                    unix.settimeout(1)
+                    unix.connect(address)
+            else:
+                socket.create_connection((host, int(port)), timeout=1).close()
             return
         except OSError:
             time.sleep(0.2)

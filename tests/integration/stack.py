@@ -106,11 +106,11 @@ class Hub:
     def workers(self) -> list[Process]:
         return [p for p in self.processes if p.name.startswith("worker") and p.alive()]
 
-    def spawn(self, name: str, command: list[str]) -> Process:
+    def spawn(self, name: str, command: list[str], env: dict[str, str] | None = None) -> Process:
         log = self.logs / f"{name}.log"
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+                command, cwd=ROOT, env=self.env | (env or {}), stdout=out, stderr=subprocess.STDOUT
             )
         process = Process(name, popen, log)
         self.processes.append(process)
@@ -120,6 +120,12 @@ class Hub:
         port = free_port()
         command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
         return self.spawn(name, [*command, "a2ahub.asgi:application"]), f"http://127.0.0.1:{port}"
+
+    def start_bulk(self) -> Process:
+        """The bulk process on the hub's A2A_BULK_SOCKET, as runhub starts it."""
+        endpoint = f"unix:{self.env['A2A_BULK_SOCKET']}:lockfile=1"
+        command = [sys.executable, "-m", "a2ahub.daphne", "-e", endpoint, "a2ahub.asgi:application"]
+        return self.spawn("bulk", command, env={"A2AHUB_BULK_PROCESS": "1"})
 
     def start_grpc(self, name: str = "grpc") -> tuple[Process, str]:
         """`manage.py rungrpc` on the hub's GRPC_PORT, which its cards list."""
@@ -223,6 +229,8 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         # Each hub's own: the cards of its web processes list it for its gRPC process.
         "GRPC_PORT": str(free_port()),
         "GRPC_METRICS_PORT": str(free_port()),
+        # A short path: a Unix socket's may not pass 107 bytes.
+        "A2A_BULK_SOCKET": str(Path(tempfile.mkdtemp(prefix="a2ahub-")) / "bulk.sock"),
         "PYTHONUNBUFFERED": "1",
     }
 
@@ -304,12 +312,14 @@ def start_all(running: Hub) -> Hub:
     web_a, running.web_a = running.start_web("web-a")
     web_b, running.web_b = running.start_web("web-b")
     grpc, running.grpc = running.start_grpc()
+    bulk = running.start_bulk()
     workers = [running.start_worker("worker1"), running.start_worker("worker2")]
     running.start_beat()
     try:
         for process, base in ((web_a, running.web_a), (web_b, running.web_b)):
             wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)
         wait_for_port(running.grpc, grpc.popen)
+        wait_for_port(running.env["A2A_BULK_SOCKET"], bulk.popen)
         for worker in workers:
             running.wait_for_worker(worker)
     except (RuntimeError, TimeoutError) as exc:

@@ -221,6 +221,31 @@ def test_daphne_killed_under_runhub_is_started_again_and_beat_keeps_recovering(
     assert eventually(lambda: any(p != web for p in listed(private_redis, "web")), timeout=10)
 
 
+def test_runhub_serves_big_bodies_from_its_bulk_process_and_starts_it_again_when_it_dies(
+    hub: Hub, private_redis: RedisServer
+) -> None:
+    """runhub starts the bulk process beside daphne (`protocol.bulk`). A send with a body
+    past A2A_THREAD_BODY_BYTES completes, whether the bulk process serves it or, killed, the
+    web process does meanwhile; runhub starts the bulk process again."""
+    assert eventually(lambda: len(listed(private_redis, "bulk")) == 1, timeout=RESTARTED_WITHIN)
+    [bulk] = listed(private_redis, "bulk")
+    big = "runhub bulk " * 30_000  # 330 kB
+
+    def completed(task_id: str) -> bool:
+        return row(hub, task_id)[0] == "completed"
+
+    first = send(hub, "echo", big)
+    kill(bulk)
+    second = send(hub, "echo", big)
+    assert eventually(lambda: set(listed(private_redis, "bulk")) - {bulk}, timeout=RESTARTED_WITHIN)
+    third = send(hub, "echo", big)
+    assert eventually(lambda: all(completed(t) for t in (first, second, third)), timeout=10)
+    # Each stored whole: the message's one text part is the text sent.
+    stored = hub.query("SELECT parts->0->>'text' FROM tasks_message WHERE role = 'user' "
+                       "AND task_id = ANY(%s::uuid[])", ([first, second, third],))  # fmt: skip
+    assert [text for (text,) in stored] == [big] * 3
+
+
 def answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2).status_code == 200

@@ -1,5 +1,6 @@
-"""Serve the hub: daphne on HOST:PORT, plus Celery worker processes and Celery beat (the
-periodic jobs: recovery, the push sweep) when REDIS_URL is set. Each is started again when
+"""Serve the hub: daphne on HOST:PORT, plus Celery worker processes, Celery beat (the
+periodic jobs: recovery, the push sweep) and the bulk process (daphne on a Unix socket, for
+requests with big bodies: `protocol.bulk`) when REDIS_URL is set. Each is started again when
 it dies (`a2ahub.supervisor`); SIGTERM or SIGINT stops them all.
 
 gRPC on GRPC_PORT (unless 0): distributed, a `rungrpc` process beside daphne; embedded,
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,9 @@ from a2ahub.supervisor import Child, Supervisor
 
 # Read by `a2ahub.asgi`: the web process serves gRPC on its own event loop.
 GRPC_IN_WEB = "A2AHUB_GRPC_IN_WEB"
+# Read by the settings: this process is the bulk process.
+BULK_PROCESS = "A2AHUB_BULK_PROCESS"
+APPLICATION = "a2ahub.asgi:application"
 
 
 class Command(BaseCommand):
@@ -41,6 +46,7 @@ class Command(BaseCommand):
         elif settings.GRPC_PORT:
             children.append(Child("grpc", self.grpc_command(options["host"])))
         if not settings.EMBEDDED:
+            children.append(self.bulk())
             children += self.workers(options["workers"])
             if options["beat"]:
                 children.append(Child("beat", self.beat_command()))
@@ -50,16 +56,16 @@ class Command(BaseCommand):
         sys.exit(Supervisor(children).run())
 
     def daphne_command(self, host: str, port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "a2ahub.daphne",
-            "-b",
-            host,
-            "-p",
-            str(port),
-            "a2ahub.asgi:application",
-        ]
+        return [sys.executable, "-m", "a2ahub.daphne", "-b", host, "-p", str(port), APPLICATION]
+
+    def bulk(self) -> Child:
+        """The bulk process, on a socket of this runhub's (the web child inherits its path);
+        `lockfile` has it remove the socket a bulk process that died left behind."""
+        path = os.environ.setdefault(
+            "A2A_BULK_SOCKET", str(Path(tempfile.gettempdir()) / f"a2ahub-bulk-{os.getpid()}.sock")
+        )
+        command = [sys.executable, "-m", "a2ahub.daphne", "-e", f"unix:{path}:lockfile=1"]
+        return Child("bulk", [*command, APPLICATION], env={BULK_PROCESS: "1"})
 
     def grpc_command(self, host: str) -> list[str]:
         manage = Path(settings.BASE_DIR) / "manage.py"

@@ -1,0 +1,83 @@
+"""Big requests served by a process of their own, so that the web process keeps answering.
+
+Reading, checking, storing and answering a 10 MB body takes C calls that each hold the
+interpreter for the length of the body (the JSON parse, protobuf's checks, the rows' JSON,
+the answer's): tens of milliseconds in which the web process answers nobody, whatever thread
+they run on. With `A2A_BULK_SOCKET` set (runhub sets it for a distributed hub), a web process
+hands a door request whose body passes `A2A_THREAD_BODY_BYTES` to the bulk process listening
+on that Unix socket, as the body arrives, and relays the answer (a stream event by event):
+copying bytes holds nothing for long. The bulk process is the same application, given no
+socket, so it serves what it is handed; it is the hub's own, so the call is not outbound
+(`a2ahub.outbound` guards calls to addresses from the network).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import cache
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from a2ahub import request_id
+
+# They describe one connection, not the request or its answer.
+HOP_BY_HOP = {
+    b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade",
+}  # fmt: skip
+
+
+def enabled() -> bool:
+    return bool(settings.A2A_BULK_SOCKET)
+
+
+@cache
+def client(path: str) -> httpx.AsyncClient:
+    # No timeout: the bulk process answers when the agent does, and a stream may last hours;
+    # the client that asked bounds its own wait. No TLS on a Unix socket: without `verify`,
+    # httpx would load the certificate store (some 100 ms, on the loop, at the first request).
+    transport = httpx.AsyncHTTPTransport(uds=path, verify=False)
+    return httpx.AsyncClient(transport=transport, timeout=None, base_url="http://bulk")
+
+
+async def hand_over(scope: dict[str, Any], body: AsyncIterator[bytes]) -> httpx.Response | None:
+    """The bulk process's answer (its body still to be read, then closed) to the request, with
+    its body from `body`; None when the bulk process cannot be reached (nothing was taken
+    from `body`)."""
+    headers = [(name, value) for name, value in scope.get("headers", [])
+               if name not in HOP_BY_HOP and name != request_id.ASGI_HEADER]  # fmt: skip
+    # The bulk process logs, and answers, with the id this process gave the request.
+    headers.append((request_id.ASGI_HEADER, request_id.current_id().encode("ascii")))
+    target = scope.get("raw_path") or scope["path"].encode()
+    if scope.get("query_string"):
+        target += b"?" + scope["query_string"]
+    http = client(settings.A2A_BULK_SOCKET)
+    request = http.build_request(
+        scope["method"], target.decode("latin1"), headers=headers, content=body
+    )
+    try:
+        return await http.send(request, stream=True)
+    except httpx.ConnectError:
+        return None
+
+
+class Relayed:
+    """The bulk process's answer, in the shape `protocol.asgi` sends an answer."""
+
+    def __init__(self, upstream: httpx.Response) -> None:
+        self.upstream = upstream
+        self.status_code = upstream.status_code
+        self.streaming = upstream.headers.get("content-type", "").startswith("text/event-stream")
+
+    def items(self) -> list[tuple[str, str]]:
+        # Without the request id: this process adds it (the same one) as to any answer.
+        return [
+            (name.decode("latin1"), value.decode("latin1"))
+            for name, value in self.upstream.headers.raw
+            if name.lower() not in HOP_BY_HOP and name.lower() != request_id.ASGI_HEADER
+        ]
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self.upstream.aiter_raw()
