@@ -5,9 +5,9 @@ Django's ASGI handler spends two thread hops per request on its request signals,
 them a thread of its own; the doors use no middleware, sessions, cookies or signals, so they
 are served here instead: read the body (refusing it once it passes the size limit; a big one
 goes to the bulk process, `protocol.bulk`), hand the view our own request (`a2ahub.request`),
-send its answer. Sync work the view does still gets
-one thread per request, and that thread's database connection goes back to the pool at the
-end, as Django's `request_finished` signal would do. Writes on the hot path skip threads
+send its answer. Sync work the view does still gets one thread per request, and that
+thread's database connection goes back to the pool at the end, as Django's
+`request_finished` signal would do. Writes on the hot path skip threads
 altogether (`a2ahub.asyncdb`).
 """
 
