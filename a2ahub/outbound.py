@@ -98,7 +98,6 @@ class Response:
     status_code: int
     headers: httpx.Headers
     content: bytes
-    elapsed: float
 
     @property
     def is_success(self) -> bool:
@@ -532,8 +531,7 @@ class _Deadline:
         self.restart()
 
     def restart(self) -> None:
-        self.started = time.monotonic()
-        self.end = self.started + self.seconds
+        self.end = time.monotonic() + self.seconds
 
     def clamp(self, timeout: float | None, error: type[Exception]) -> float:
         remaining = self.end - time.monotonic()
@@ -706,7 +704,7 @@ async def _send(
 ) -> Response:
     async with _stream(method, url, content, headers, timeout, max_bytes, hub_paths) as response:
         body = await response.aread()
-    return Response(response.status_code, response.headers, body, response.elapsed)
+    return Response(response.status_code, response.headers, body)
 
 
 class StreamingResponse:
@@ -716,9 +714,8 @@ class StreamingResponse:
     body passes the call's limit, and with httpx.ReadTimeout once the call's deadline has passed.
     """
 
-    def __init__(self, response: httpx.Response, deadline: _Deadline, max_bytes: int) -> None:
+    def __init__(self, response: httpx.Response, max_bytes: int) -> None:
         self._response = response
-        self._deadline = deadline
         self._max_bytes = max_bytes
         self._read = 0
         self.status_code = response.status_code
@@ -727,10 +724,6 @@ class StreamingResponse:
     @property
     def is_success(self) -> bool:
         return 200 <= self.status_code < 300
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self._deadline.started
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body's bytes in the pieces the network delivers them, as soon as they arrive."""
@@ -795,12 +788,11 @@ async def _stream(
     max_bytes: int,
     hub_paths: tuple[str, ...] = (),
 ) -> AsyncIterator[StreamingResponse]:
-    deadline = _Deadline(timeout)
-    async with _client(_target(url, hub_paths), deadline, timeout) as client:
+    async with _client(_target(url, hub_paths), _Deadline(timeout), timeout) as client:
         request = client.build_request(method, url, content=content, headers=_headers(headers))
         response = await client.send(request, stream=True)
         try:
-            yield StreamingResponse(response, deadline, max_bytes)
+            yield StreamingResponse(response, max_bytes)
         finally:
             await response.aclose()
 

@@ -108,7 +108,6 @@ class OutboundPool:
         failure, and the event sent again without end); what is left unread closes the
         connection rather than being read to keep it."""
         outbound.check_target(url, self._hub_paths)
-        started = time.monotonic()
         sent = {**headers, "User-Agent": outbound.USER_AGENT}
         tracing.inject(sent)  # the receiver continues the trace (nothing while tracing is off)
         async with asyncio.timeout(timeout):
@@ -117,7 +116,7 @@ class OutboundPool:
             ) as response:
                 body = await read_start(response, max_bytes)
         answer_headers = httpx.Headers(list(response.headers.items()))
-        return outbound.Response(response.status, answer_headers, body, time.monotonic() - started)
+        return outbound.Response(response.status, answer_headers, body)
 
     async def close(self) -> None:
         if self._session is not None:
