@@ -290,26 +290,22 @@ def own_endpoints() -> frozenset[tuple[str, int]]:
     ALLOWED_HOSTS on the ports its doors are known by and on its other servers' ports (gRPC,
     gRPC's metrics), and each loopback spelling on a port it serves on loopback or on every
     address."""
-    origins = _origins()
-    key = (frozenset(origins), settings.HOST, settings.PORT, tuple(settings.ALLOWED_HOSTS),
-           other_ports())  # fmt: skip
-    return _endpoints_of(key)
+    names = tuple(settings.ALLOWED_HOSTS)
+    return _endpoints_of(frozenset(_origins()), settings.HOST, settings.PORT, names, other_ports())
 
 
 def other_ports() -> frozenset[int]:
     """The ports of the hub's servers that are not its web doors: no path there is one a
     caller may be let reach."""
-    ports = {settings.GRPC_PORT, settings.GRPC_METRICS_PORT} - {0, settings.PORT}
-    return frozenset(ports)
+    return frozenset({settings.GRPC_PORT, settings.GRPC_METRICS_PORT} - {0, settings.PORT})
 
 
 @cache
 def _endpoints_of(
-    key: tuple[frozenset[Origin], str, int, tuple[str, ...], frozenset[int]],
+    origins: frozenset[Origin], host: str, port: int, names: tuple[str, ...], others: frozenset[int]
 ) -> frozenset[tuple[str, int]]:
-    origins, host, port, allowed_hosts, others = key
     ports = {port} | {origin[2] for origin in origins}
-    hosts = _plain_hosts([host, *allowed_hosts])
+    hosts = _plain_hosts([host, *names])
     found = {origin[1:] for origin in origins} | {(h, p) for h in hosts for p in ports}
     found |= {(h, p) for h, _ in list(found) for p in others}
     found |= {(name, p) for h, p in list(found) if _is_loopback(h) for name in _LOOPBACK}
@@ -410,6 +406,7 @@ def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
     host = parsed.raw_host.decode("ascii")
     normal = _normal_host(host)
     port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
+    # An address is judged here for every client: aiohttp never asks a resolver about one.
     hub = names_the_hub(normal, port)
     if hub and port in other_ports():
         hub_paths = ()  # no path of a server other than the web doors may be reached
@@ -418,9 +415,6 @@ def _target(url: str, hub_paths: tuple[str, ...] = ()) -> _Target:
         _check_addresses(host, [normal])  # a private address is refused as such first
     if hub:
         _check_hub_path(url, hub_paths)
-    elif _is_address(normal):
-        # Judged here for every client: aiohttp never asks a resolver about an address.
-        _refuse_the_hub(host, port, [normal])
     return _Target(host, port, trusted or hub, hub)
 
 
