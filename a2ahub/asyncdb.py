@@ -86,10 +86,6 @@ RENAMED = {"dbname": "database", "sslmode": "ssl", "connect_timeout": "timeout"}
 IGNORED = {"client_encoding", "cursor_factory", "context", "prepare_threshold"}
 
 
-def connection_kwargs() -> dict[str, Any]:
-    return asyncpg_kwargs(connections["default"].get_connection_params())
-
-
 def asyncpg_kwargs(params: dict[str, Any]) -> dict[str, Any]:
     """asyncpg's arguments for the connection Django makes with psycopg's `params`."""
     kwargs: dict[str, Any] = {}
@@ -139,7 +135,7 @@ async def open_pool(max_size: int | None = None) -> asyncpg.Pool:
         # Autocommit statements leave no session state behind: nothing to reset on release
         # (asyncpg's default reset is one more round trip per statement).
         reset=keep_as_is,
-        **connection_kwargs(),
+        **asyncpg_kwargs(connections["default"].get_connection_params()),
     )
 
 

@@ -73,14 +73,10 @@ DEFAULT_MAX_BYTES = 1024 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _version() -> str:
-    try:
-        return metadata.version("a2a-hub")
-    except metadata.PackageNotFoundError:
-        return "dev"
-
-
-USER_AGENT = f"A2A-Hub/{_version()}"
+try:
+    USER_AGENT = f"A2A-Hub/{metadata.version('a2a-hub')}"
+except metadata.PackageNotFoundError:
+    USER_AGENT = "A2A-Hub/dev"
 
 
 class UnsafeURL(ValueError):

@@ -175,10 +175,6 @@ def scope(s: InstrumentationScope | None) -> bytes:
     )
 
 
-def resource(r: Resource) -> bytes:
-    return attributes(1, r.attributes)
-
-
 def request(spans: Sequence[ReadableSpan]) -> bytes:
     """An ExportTraceServiceRequest of these spans, grouped by resource, then by scope."""
     grouped: dict[Resource, dict[InstrumentationScope | None, list[bytes]]] = {}
@@ -193,7 +189,7 @@ def request(spans: Sequence[ReadableSpan]) -> bytes:
             for sc, encoded in by_scope.items()
         )  # fmt: skip
         schema = field(3, text(r.schema_url)) if r.schema_url else b""
-        out.append(field(1, field(1, resource(r)) + scopes + schema))
+        out.append(field(1, field(1, attributes(1, r.attributes)) + scopes + schema))
     return b"".join(out)
 
 

@@ -5,7 +5,6 @@ nothing as "—"). See `a2ahub.when`."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString
@@ -25,6 +24,4 @@ def duration(seconds: float | None) -> str:
     return times.EMPTY if seconds is None else times.duration(float(seconds))
 
 
-@register.filter
-def plain(value: Any) -> str:
-    return times.plain(value)
+register.filter("plain", times.plain)
