@@ -219,7 +219,7 @@ class Listener:
     `restored` hooks."""
 
     def __init__(self, url: str, outage: outages.Outage, space: str = "") -> None:
-        self.client = redis_clients.subscriber_client(url)
+        self.client = redis_clients.async_client(url, retries=0)
         self.outage = outage
         self.space = space  # before each channel's name on the server (`channel_prefix`)
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)

@@ -22,20 +22,16 @@ from redis.retry import Retry
 REDIS_WAIT_SECONDS = 5.0
 
 
-def async_client(url: str) -> aioredis.Redis:
+def async_client(url: str, retries: int = 1) -> aioredis.Redis:
     """One retry on a new connection, as `short_client`: after Redis restarts, every pooled
-    connection is dead, and the first command sent on each would fail (a publish lost)."""
-    return aioredis.Redis.from_url(
-        url, socket_timeout=None, socket_connect_timeout=5, retry=AsyncRetry(NoBackoff(), 1)
-    )
+    connection is dead, and the first command sent on each would fail (a publish lost).
 
-
-def subscriber_client(url: str) -> aioredis.Redis:
-    """For a subscription, which must know when its connection dropped: redis-py would
-    otherwise reconnect inside a read and carry on, and the messages published in between
-    would be missed without a word. Without retries the error reaches the subscriber."""
+    A subscription's client has none (`retries=0`): it must know when its connection dropped.
+    redis-py would otherwise reconnect inside a read and carry on, and the messages published
+    in between would be missed without a word. Without retries the error reaches the
+    subscriber."""
     return aioredis.Redis.from_url(
-        url, socket_timeout=None, socket_connect_timeout=5, retry=AsyncRetry(NoBackoff(), 0)
+        url, socket_timeout=None, socket_connect_timeout=5, retry=AsyncRetry(NoBackoff(), retries)
     )
 
 

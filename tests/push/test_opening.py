@@ -57,7 +57,7 @@ def on_a_loop_hearing_wakeups(write: Callable[[], Awaitable[Any]], seen: list[st
 
     async def run() -> list[str]:
         asyncdb.enabled.set(True)  # as the hub's ASGI app does for its requests
-        client = redis_clients.subscriber_client(settings.REDIS_URL)
+        client = redis_clients.async_client(settings.REDIS_URL, retries=0)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         await pubsub.subscribe(bus.channel_prefix(settings.REDIS_URL) + WAKE_CHANNEL)
         try:
