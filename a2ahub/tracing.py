@@ -59,11 +59,11 @@ def configured(environ: Mapping[str, str]) -> bool:
 def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> bool:
     """Turn tracing on in this process if the environment asks for it (once); whether on.
     `commands` (TRACE_COMMANDS): a span for every PostgreSQL and Redis command too."""
-    global enabled, _spans
+    global enabled, _spans, _otel
     environ = os.environ if environ is None else environ
     if enabled or not configured(environ):
         return enabled
-    from opentelemetry import trace
+    from opentelemetry import context, trace
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -94,7 +94,11 @@ def setup(environ: Mapping[str, str] | None = None, commands: bool = False) -> b
     from a2ahub.spans import Spans
 
     _spans = Spans(provider, batches, "a2ahub")
-    bind()
+    _otel = SimpleNamespace(
+        Context=context.Context, attach=context.attach, detach=context.detach,
+        SpanKind=trace.SpanKind, Status=trace.Status, StatusCode=trace.StatusCode,
+        get_current_span=trace.get_current_span, set_span_in_context=trace.set_span_in_context,
+    )  # fmt: skip
     # Spans wait for the exporter's next batch long enough to reach the garbage collector's
     # oldest generation, so full collections come far more often: cheap only because every
     # process that serves freezes what it loaded at start-up (`a2ahub.interpreter`).
@@ -115,24 +119,6 @@ def once_hashed(resource: Any) -> Any:
 
     known = hash(resource)
     return Hashed(resource.attributes, resource.schema_url)
-
-
-def bind() -> None:
-    global _otel
-    from opentelemetry.context import Context, attach, detach
-    from opentelemetry.trace import (
-        SpanKind,
-        Status,
-        StatusCode,
-        get_current_span,
-        set_span_in_context,
-    )
-
-    _otel = SimpleNamespace(
-        Context=Context, attach=attach, detach=detach, SpanKind=SpanKind, Status=Status,
-        StatusCode=StatusCode, get_current_span=get_current_span,
-        set_span_in_context=set_span_in_context,
-    )  # fmt: skip
 
 
 def spans() -> Spans:
