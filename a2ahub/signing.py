@@ -80,8 +80,7 @@ def sign_with(
     key: SigningKey, body: bytes, delivery_id: str, task_id: str, issuer: str, audience: str = ""
 ) -> str:
     """A delivery's token signed with a key already loaded (for callers that cannot query then)."""
-    signer = signer_for(key.kid, key.private_pem)
-    return signer.sign(body, delivery_id, task_id, issuer, audience)
+    return signer_for(key.kid, key.private_pem).sign(body, delivery_id, task_id, issuer, audience)
 
 
 def b64url(data: bytes) -> bytes:
