@@ -287,7 +287,3 @@ def renew(config_ids: list[int]) -> None:
     PushNotificationConfig.objects.filter(pk__in=config_ids, lease_until__isnull=False).update(
         lease_until=lease_end(timezone.now())
     )
-
-
-def release(config_ids: list[int]) -> None:
-    PushNotificationConfig.objects.filter(pk__in=config_ids).update(lease_until=None)
