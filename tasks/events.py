@@ -21,10 +21,9 @@ from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, connections
 
 from a2ahub import bus, jsonbytes
-from tasks.reading import latest_events
+from tasks.reading import latest_events, released
 
 logger = logging.getLogger(__name__)
 
@@ -171,20 +170,16 @@ async def hand_over_latest(task_ids: set[str]) -> None:
     """Each task's newest stored event to its subscribers, who skip it if they have it and
     fill any gap before it from the database."""
     try:
-        latest = await sync_to_async(read_latest_released, thread_sensitive=False)(list(task_ids))
+        # On a pool thread, its connection given back at once.
+        latest = await sync_to_async(released, thread_sensitive=False)(
+            latest_events, list(task_ids)
+        )
     except Exception:
         # Readers still fill the gap at their task's next event.
         logger.exception("could not read the events missed while Redis was away")
         return
     for task_id, event in latest.items():
         deliver_local(task_id, [event])
-
-
-def read_latest_released(task_ids: list[str]) -> dict[str, Event]:
-    try:
-        return latest_events(task_ids)
-    finally:
-        connections[DEFAULT_DB_ALIAS].close()  # a pool thread: give the connection back
 
 
 # -- replies from worker jobs to the blocking sends waiting for them ----------------------------

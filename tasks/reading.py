@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from a2a.types import a2a_pb2 as pb
 from django.db import connection, transaction
@@ -19,6 +19,8 @@ from a2ahub.errors import TaskNotFoundError
 from tasks.changes import Known, TransitionRefused
 from tasks.models import Artifact, Message, Task, TaskEvent
 from tasks.wire import task_to_pb
+
+T = TypeVar("T")
 
 
 def load_task(task: Task, history_length: int | None, artifacts: bool = True) -> pb.Task:
@@ -141,3 +143,12 @@ def sequence_state_of(task_id: uuid.UUID | str) -> tuple[str | None, int, bool]:
         Task.objects.filter(id=task_id).values_list("state", "last_sequence", "push_enabled")
     ).first()
     return found or (None, 0, False)
+
+
+def released(read: Callable[..., T], *args: Any) -> T:
+    """`read(*args)`, then this thread's connection given back at once (a thread of a pool,
+    or one that serves a long stream next, holds none while it waits)."""
+    try:
+        return read(*args)
+    finally:
+        connection.close()

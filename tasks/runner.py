@@ -182,20 +182,16 @@ async def hand_over_missed(updater: TaskUpdater) -> None:
     if not updater.stored:
         return
     try:
-        missed = await sync_to_async(read_events_released)(updater.task_id, updater.last_sequence)
+        # Its connection given back: this thread may serve a long stream next.
+        missed = await sync_to_async(reading.released)(
+            reading.read_events, updater.task_id, updater.last_sequence
+        )
     except DATABASE_AWAY as exc:
         # The stream reads them itself once the turn has ended (or ends with this error).
         logger.warning("task %s: could not read what stopped it: %s", updater.task_id, exc)
         return
     if missed:
         events.deliver_local(updater.task_id, missed)
-
-
-def read_events_released(task_id: str, after: int) -> list[events.Event]:
-    try:
-        return reading.read_events(task_id, after)
-    finally:
-        connections[DEFAULT_DB_ALIAS].close()  # this thread may serve a long stream next
 
 
 @dataclass
