@@ -73,11 +73,6 @@ class Run:
                 self.job.cancel()
 
 
-def make_executor(agent: Agent) -> Executor:
-    executor: Executor = executor_class(agent.executor_kind)(agent)
-    return executor
-
-
 async def start(
     agent: Agent,
     spec: NewTask,
@@ -99,7 +94,9 @@ async def start(
     updater.snapshots = not streamed
     if stored:
         updater.known = changes.Known(spec.context_id, len(context.history))
-    run = Run(make_executor(agent), context, updater, asyncio.get_running_loop())
+    run = Run(
+        executor_class(agent.executor_kind)(agent), context, updater, asyncio.get_running_loop()
+    )
     if streamed and not stored and not run.executor.replies_with_messages:
         await updater.flush()
         if updater.stopped:
@@ -340,7 +337,6 @@ def claim_and_load(task_id: str, token: str) -> Claim | None:
 
 # -- maintenance: heartbeats, recovery, and stop requests from other processes ------------
 
-_maintenance_started = False
 _maintenance_lock = threading.Lock()
 _maintenance_stopping = threading.Event()
 _maintenance_thread: threading.Thread | None = None
@@ -348,11 +344,10 @@ _control_heard = False  # the stop requests' subscription: once a process, not o
 
 
 def ensure_maintenance() -> None:
-    global _maintenance_started, _maintenance_thread, _control_heard
+    global _maintenance_thread, _control_heard
     with _maintenance_lock:
-        if _maintenance_started:
+        if _maintenance_thread is not None:
             return
-        _maintenance_started = True
         _maintenance_thread = threading.Thread(
             target=maintenance_loop, name="a2ahub-maintenance", daemon=True
         )
@@ -372,7 +367,7 @@ def stop_maintenance(timeout: float = 10) -> None:
     """End the maintenance thread and wait for it, its connections given back (a process
     shutting down; a test, whose database access ends with it). The next turn run here
     starts it again."""
-    global _maintenance_started, _maintenance_thread
+    global _maintenance_thread
     with _maintenance_lock:
         thread = _maintenance_thread
         if thread is None:
@@ -380,7 +375,7 @@ def stop_maintenance(timeout: float = 10) -> None:
         _maintenance_stopping.set()
         thread.join(timeout)
         if not thread.is_alive():
-            _maintenance_thread, _maintenance_started = None, False
+            _maintenance_thread = None
             _maintenance_stopping.clear()
 
 
