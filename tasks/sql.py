@@ -121,14 +121,19 @@ def inserted_fields(model: type[Model]) -> list[Field]:
 
 
 @cache
-def preparers(model: type[Model]) -> list[tuple[str, Callable[[Any], Any]]]:
-    """For each inserted field, the attribute to read and how its value becomes a parameter."""
-    return [(f.attname, parameter(f)) for f in inserted_fields(model)]
+def preparers(
+    model: type[Model], names: tuple[str, ...] | None = None
+) -> list[tuple[str, Callable[[Any], Any]]]:
+    """For each inserted field (or each of `names`), the attribute to read and how its value
+    becomes a parameter."""
+    fields = inserted_fields(model) if names is None else [field(model, n) for n in names]
+    return [(f.attname, parameter(f)) for f in fields]
 
 
-def row_params(objs: Sequence[Model]) -> list[Any]:
-    """The parameters of rows to insert, field by field, as Django would save them."""
-    prepare = preparers(type(objs[0]))
+def row_params(objs: Sequence[Model], names: tuple[str, ...] | None = None) -> list[Any]:
+    """The parameters of rows to insert (or their fields `names`), field by field, as Django
+    would save them."""
+    prepare = preparers(type(objs[0]), names)
     return [convert(getattr(obj, attname)) for obj in objs for attname, convert in prepare]
 
 
@@ -365,11 +370,7 @@ def change_statement(change: Change) -> tuple[str, list[Any]]:
         len(change.updated_artifacts),
     )  # fmt: skip
     if change.updated_artifacts:
-        params += [
-            convert(getattr(row, name))
-            for row in change.updated_artifacts
-            for name, convert in artifact_update_preparers()
-        ]
+        params += row_params(change.updated_artifacts, ARTIFACT_UPDATED)
         params.append(task_key(change.task_id))
     if change.events:
         params += row_params(change.events)
@@ -378,11 +379,6 @@ def change_statement(change: Change) -> tuple[str, list[Any]]:
 
 
 ARTIFACT_UPDATED = ("artifact_id", "parts", "name", "updated_at")
-
-
-@cache
-def artifact_update_preparers() -> list[tuple[str, Callable[[Any], Any]]]:
-    return [(field(Artifact, n).attname, parameter(field(Artifact, n))) for n in ARTIFACT_UPDATED]
 
 
 @lru_cache(maxsize=256)
