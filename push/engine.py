@@ -267,19 +267,16 @@ class Engine:
                 self.note_loaded(target.id, items)
         except Exception:  # a bug, not a receiver's failure: the lease will run out
             logger.exception("push: working the queue of config %s failed", target.id)
-            self.running.pop(target.id, None)
             self.tasks.pop(target.id, None)
-            self.news.discard(target.id)
-            self.loaded.pop(target.id, None)
-            return
+        else:
+            self.unwritten.add(target.id)
+            self.releases.append(target.id)
+            self.written_soon()
+            if len(self.running) == self.concurrency:
+                self.wake()  # it was full: a due queue may have waited for this place
         self.running.pop(target.id, None)
         self.news.discard(target.id)  # the release's wake-up claims whatever came since
         self.loaded.pop(target.id, None)
-        self.unwritten.add(target.id)
-        self.releases.append(target.id)
-        self.written_soon()
-        if len(self.running) == self.concurrency - 1:
-            self.wake()  # it was full: a due queue may have waited for this place
 
     async def send_in_order(
         self, target: Target, items: list[Item], handled: list[uuid.UUID]
