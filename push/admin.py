@@ -28,7 +28,7 @@ from push.models import (
     WebhookInbox,
 )
 from push.retention import deliveries_pending_text
-from tasks.admin import ReadOnlyInline
+from tasks.admin import NoAdding, ReadOnlyInline
 from tasks.admin_lists import BigListAdmin, ProtocolVersionFilter, id_prefix_range
 
 CONFIG_FIELDS = (
@@ -121,7 +121,7 @@ class ConfigChangeList(ChangeList):
 
 
 @admin.register(PushNotificationConfig)
-class PushNotificationConfigAdmin(BigListAdmin):
+class PushNotificationConfigAdmin(NoAdding, BigListAdmin):
     # Long ids, URLs and errors are cut to one line (whole on hover): the list fits 1280 px.
     list_display = [
         shorten("config_id", "config id"), shorten("task_id", "task"), shorten("url", "URL"),
@@ -137,9 +137,6 @@ class PushNotificationConfigAdmin(BigListAdmin):
     readonly_fields = CONFIG_FIELDS
     fields = CONFIG_FIELDS
     actions = ["send_test_delivery", "enable_configs"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ConfigChangeList
@@ -196,7 +193,7 @@ class AttemptInline(ReadOnlyInline):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(BigListAdmin):
+class DeliveryAdmin(NoAdding, BigListAdmin):
     # Ids and errors on one line each (whole on hover), so "last error" stays on screen.
     list_display = [
         shorten("id", "id", code=True), shorten("config"), "sequence", "state", "attempts",
@@ -218,9 +215,6 @@ class DeliveryAdmin(BigListAdmin):
     fields = DELIVERY_FIELDS
     inlines = [AttemptInline]
     actions = ["replay"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -257,15 +251,12 @@ class DeliveryAdmin(BigListAdmin):
         self.message_user(request, f"{queryset.count()} deliveries queued again.", messages.SUCCESS)
 
 
-class InboxMessageInline(admin.StackedInline):
+class InboxMessageInline(NoAdding, admin.StackedInline):
     model = InboxMessage
     extra = 0
     can_delete = False
     readonly_fields = INBOX_MESSAGE_FIELDS
     fields = INBOX_MESSAGE_FIELDS
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(WebhookInbox)

@@ -171,12 +171,16 @@ def summarize_artifact_update(update: dict[str, Any]) -> str:
 # The timeline: read-only inlines.
 
 
-class ReadOnly:
-    """Rows shown as a record: nothing is added, changed or deleted here (a task changes
-    through the writer alone)."""
+class NoAdding:
+    """Rows the hub makes itself: none is added here."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ReadOnly(NoAdding):
+    """Rows shown as a record: nothing is added, changed or deleted here (a task changes
+    through the writer alone)."""
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
