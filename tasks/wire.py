@@ -145,19 +145,14 @@ def task_json(task: pb.Task, version: str) -> dict[str, Any]:
     return dump_v03(conversions.to_compat_task(task))
 
 
-def message_json(message: pb.Message, version: str) -> dict[str, Any]:
-    if version == V1:
-        return to_json(message)
-    return dump_v03(conversions.to_compat_message(message))
-
-
 def send_result_json(result: pb.Task | pb.Message, version: str) -> dict[str, Any]:
     """1.0 wraps the result (`{"task": ...}`); 0.3 returns it bare with its `kind`."""
     if isinstance(result, pb.Task):
         body = task_json(result, version)
         return {"task": body} if version == V1 else body
-    body = message_json(result, version)
-    return {"message": body} if version == V1 else body
+    if version == V1:
+        return {"message": to_json(result)}
+    return dump_v03(conversions.to_compat_message(result))
 
 
 def stream_event_json(event: dict[str, Any], version: str) -> dict[str, Any]:
