@@ -408,7 +408,7 @@ class Engine:
             return
         if moved:
             logger.info("push: %s answers again: %d waiting deliveries are due", back, moved)
-            wake_soon()
+            wake(on_loop=True)
 
     async def shutdown(self, timeout: float) -> None:
         self.stopping = True
@@ -527,20 +527,18 @@ def wait_idle(timeout: float = 10.0) -> bool:
     return True
 
 
-def wake_soon(task_id: str = "", sequence: int = 0) -> None:
-    """`wake` from an event loop, which must not wait on Redis."""
-    if not bus.get().distributed:
-        start()  # the embedded hub's own engine, started at the first wake-up
-    bus.get().publish_soon(WAKE_CHANNEL, wake_message(task_id, sequence))
-
-
-def wake(task_id: str = "", sequence: int = 0) -> None:
+def wake(task_id: str = "", sequence: int = 0, on_loop: bool = False) -> None:
     """After a commit that made deliveries for the task ("": whatever is due), whose last
     event is `sequence` (0: not known): the engines that could send them claim them. A Redis
-    that is away loses the wake-up, not the deliveries (the sweep finds them)."""
+    that is away loses the wake-up, not the deliveries (the sweep finds them). `on_loop`:
+    called from an event loop, which must not wait on Redis (the task writer's `committed`
+    hook, after a write on the loop)."""
     if not bus.get().distributed:
-        start()
-    bus.get().publish(WAKE_CHANNEL, wake_message(task_id, sequence))
+        start()  # the embedded hub's own engine, started at the first wake-up
+    if on_loop:
+        bus.get().publish_soon(WAKE_CHANNEL, wake_message(task_id, sequence))
+    else:
+        bus.get().publish(WAKE_CHANNEL, wake_message(task_id, sequence))
 
 
 def wake_message(task_id: str, sequence: int) -> str:

@@ -28,19 +28,10 @@ def register() -> None:
     if planned_rows in hooks.planned_rows:
         return  # already registered
     hooks.planned_rows.append(planned_rows)
-    hooks.committed.append(wake_engines)
+    # After the commit of a followed task's change: its deliveries' engines claim them.
+    hooks.committed.append(engine.wake)
     # Wakes the engines for due queues no one holds (a lost wake-up, a dead process's lease).
     schedule.register(jobs.sweep_due_deliveries, lambda: settings.TASK_HEARTBEAT_SECONDS)
-
-
-def wake_engines(task_id: str, sequence: int = 0, on_loop: bool = False) -> None:
-    """After the commit of a followed task's change, whose last event is `sequence` (0: not
-    known): wake the engines for its deliveries (from the event loop that wrote it, without
-    waiting on Redis)."""
-    if on_loop:
-        engine.wake_soon(task_id, sequence)
-    else:
-        engine.wake(task_id, sequence)
 
 
 def planned_rows(task: Task, config: pb.TaskPushNotificationConfig | None) -> list[Row]:

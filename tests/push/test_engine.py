@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from a2ahub import asyncdb
 from agents.models import Agent
-from push import claims, engine, jobs, outbox, outcomes
+from push import claims, engine, jobs, outcomes
 from push.models import Delivery, DeliveryAttempt, DeliveryState, PushNotificationConfig
 from push.outcomes import Outcome
 from tasks.models import Task
@@ -206,7 +206,7 @@ def test_a_test_delivery_from_the_admin_is_sent_once_even_when_it_fails(
         event = task.events.get()
         item = Delivery.objects.create(config=config, event=event, sequence=event.sequence,
                                        next_attempt_at=timezone.now(), test=True)  # fmt: skip
-        outbox.wake_engines(str(task.id))
+        engine.wake(str(task.id))
         receiver.wait_for(1, accepted=False)
         assert eventually(lambda: Delivery.objects.get(pk=item.pk).state == "abandoned")
         assert receiver.stays_at(1, 0.5), "a test delivery was retried"
@@ -271,7 +271,7 @@ def test_a_wake_up_for_a_task_whose_queue_the_engine_works_makes_no_claim(
         before = wakeups_counted(door)
 
         for _ in range(3):
-            outbox.wake_engines(task["id"])
+            engine.wake(task["id"])
 
         assert eventually(lambda: moved(before, wakeups_counted(door)).get("held") == 3)
         time.sleep(3 * engine.COUNT_EVERY_SECONDS)
@@ -287,12 +287,12 @@ def test_a_wake_up_that_found_nothing_to_send_shows_in_the_metrics(
     pusher: Agent, door: Door
 ) -> None:
     task = open_task(pusher)  # no webhook: nothing to deliver
-    outbox.wake_engines(str(task.id))  # the engine starts, and claims whatever is due
+    engine.wake(str(task.id))  # the engine starts, and claims whatever is due
     assert eventually(lambda: wakeups_counted(door).get("empty", 0) > 0)
     time.sleep(3 * engine.COUNT_EVERY_SECONDS)
     before = wakeups_counted(door)
 
-    outbox.wake_engines(str(task.id))
+    engine.wake(str(task.id))
 
     assert eventually(lambda: moved(before, wakeups_counted(door)) == {"empty": 1})
 
@@ -333,7 +333,7 @@ def test_a_wake_up_for_events_the_claim_already_loaded_asks_for_no_more(
         task = caller.send("pusher", V1, push=webhook(V1, slow.url))
         slow.wait_for(1, accepted=False)  # the engine works the queue: one delivery in flight
 
-        outbox.wake_engines(task["id"], EVENTS)  # what the send's own commit says
+        engine.wake(task["id"], EVENTS)  # what the send's own commit says
         time.sleep(3 * engine.COUNT_EVERY_SECONDS)
         slow.answer_all.set()
         assert sequences_of(slow.wait_for(EVENTS)) == [1, 2, 3, 4]
@@ -343,8 +343,8 @@ def test_a_wake_up_for_events_the_claim_already_loaded_asks_for_no_more(
         slow.answer_all.clear()
         second = caller.send("pusher", V1, push=webhook(V1, slow.url))
         slow.wait_for(EVENTS + 1, accepted=False)
-        outbox.wake_engines(second["id"], EVENTS + 1)  # an event past those loaded: ask
-        outbox.wake_engines(second["id"])  # a hub that names no event: ask
+        engine.wake(second["id"], EVENTS + 1)  # an event past those loaded: ask
+        engine.wake(second["id"])  # a hub that names no event: ask
         slow.answer_all.set()
         assert eventually(lambda: engine.running() is not None and engine.running().idle)
     finally:
