@@ -446,8 +446,13 @@ def insert_select_sql(
 
 def fetch_all(statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return [tuple(row) for row in cursor.fetchall()]
+        return rows_of(cursor, statement, params)
+
+
+def rows_of(cursor: Any, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows a statement returns on `cursor` (none for one that returns no rows)."""
+    cursor.execute(statement, params)
+    return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
 
 
 # ---- The claim of a stored task -------------------------------------------------------------
@@ -462,15 +467,10 @@ MESSAGE_COLUMNS = (
 CLAIMED_STATES = tuple(sorted(ACTIVE_STATES))
 
 
-def claim_statement(task_id: Any, token: str, runner: str, now: Any) -> tuple[str, list[Any]]:
-    """The conditional UPDATE by which one job claims a stored task (only the job holding the
-    task's token may), returning what the turn needs of the task (`CLAIMED_COLUMNS`)."""
-    params = [runner, task_parameter("heartbeat_at")(now), task_key(task_id), token]
-    return claim_sql(), [*params, *CLAIMED_STATES]
-
-
 @cache
 def claim_sql() -> str:
+    """The conditional UPDATE by which one job claims a stored task (only the job holding the
+    task's token may), returning what the turn needs of the task (`CLAIMED_COLUMNS`)."""
     runner = column(Task, "runner")
     states = ", ".join(["%s"] * len(CLAIMED_STATES))
     return (
@@ -500,10 +500,10 @@ def messages_sql() -> str:
 
 
 def claim_task(task_id: Any, token: str, runner: str, now: Any) -> Claimed | None:
-    """Claim a stored task (`claim_statement`) and read its messages, in order: one statement
-    on PostgreSQL, two elsewhere. None when another job has it or it is over."""
-    claim, params = claim_statement(task_id, token, runner, now)
+    """Claim a stored task (`claim_sql`) and read its messages, in order: one statement on
+    PostgreSQL, two elsewhere. None when another job has it or it is over."""
     key = task_key(task_id)
+    params = [runner, task_parameter("heartbeat_at")(now), key, token, *CLAIMED_STATES]
     if builder().vendor == "postgresql":
         rows = fetch_all(claim_with_messages_sql(), [*params, key])
         if not rows:
@@ -511,7 +511,7 @@ def claim_task(task_id: Any, token: str, runner: str, now: Any) -> Claimed | Non
         width = len(CLAIMED_COLUMNS)
         task_row, message_rows = rows[0][:width], [r[width:] for r in rows if r[width] is not None]
     else:
-        rows = fetch_all(claim, params)
+        rows = fetch_all(claim_sql(), params)
         if not rows:
             return None
         task_row, message_rows = rows[0], fetch_all(messages_sql(), [key])

@@ -133,17 +133,12 @@ def on_django(
 def run(statement: str, params: list[Any], big: bool = False) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         if not big:
-            return rows_of(cursor, statement, params)
+            return sql.rows_of(cursor, statement, params)
         # Django's cursor binds on the client: it would quote a big body into the statement's
         # text, holding the GIL (and so the event loop) for a tenth of a second. Bound on the
         # server, the values go out as they are.
         with connection.wrap_database_errors, psycopg.Cursor(cursor.connection) as server:
-            return rows_of(server, statement, params)
-
-
-def rows_of(cursor: Any, statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    cursor.execute(statement, params)
-    return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+            return sql.rows_of(server, statement, params)
 
 
 class OrmStore:
