@@ -167,12 +167,10 @@ def delivered(outcomes: Sequence[Outcome]) -> None:
 
 def abandoned(outcomes: Sequence[Outcome]) -> None:
     """Given up on (past the retry horizon, or a test delivery that failed); the queue goes on."""
-    by_error: dict[str, list[Outcome]] = defaultdict(list)
-    for outcome in outcomes:
-        by_error[outcome.error].append(outcome)
-    for error, group in by_error.items():
-        Delivery.objects.filter(pk__in=ids(group)).update(
-            state=DeliveryState.ABANDONED, last_error=error, attempts=F("attempts") + 1
+    if outcomes:
+        errors = per_row("pk", ((o.delivery_id, o.error) for o in outcomes), TextField())
+        Delivery.objects.filter(pk__in=ids(outcomes)).update(
+            state=DeliveryState.ABANDONED, last_error=errors, attempts=F("attempts") + 1
         )
 
 
