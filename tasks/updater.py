@@ -69,11 +69,10 @@ def agent_message(content: Content) -> pb.Message | None:
         return None
     if isinstance(content, pb.Message):
         return content
-    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)
     if isinstance(content, str):
-        message.parts.add(text=content)
-    else:
-        message.parts.extend(content)
+        return agent_text(content)
+    message = pb.Message(message_id=uuid.uuid4().hex, role=pb.ROLE_AGENT)
+    message.parts.extend(content)
     return message
 
 
