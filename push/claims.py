@@ -99,9 +99,8 @@ def delivery_col(name: str) -> str:
 def pending_rows_sql(alias: str) -> str:
     """The columns of `Item` for deliveries `alias` joined to their event `e`: the event as
     the text the database keeps (a 1.0 body with no decoding and encoding)."""
-    names = ("id", "config", "sequence", "attempts", "next_attempt_at", "created_at", "test")
     return (
-        ", ".join(f"{alias}.{delivery_col(n)}" for n in names)
+        ", ".join(f"{alias}.{delivery_col(n)}" for n in ITEM_FIELDS[:-1])
         + f", e.{column(TaskEvent, 'payload')}::text"
     )
 
