@@ -12,7 +12,7 @@ from typing import Any
 
 from tasks import v03_json
 from tasks.v03_json import present
-from tasks.wire import ENDING_STATES, state_from_wire_name
+from tasks.wire import event_ends_stream
 
 # 0.3's names, but for two states 0.1 has not: its guide has an agent that needs credentials
 # ask for input (saying what to do in the status message), and a task an agent refused has
@@ -83,10 +83,6 @@ def part(body: dict[str, Any]) -> dict[str, Any]:
     return out | present(body, "metadata")
 
 
-def ends(state: str) -> bool:
-    return state_from_wire_name(state) in ENDING_STATES
-
-
 class Stream:
     """One stream's events as 0.1 spells them, in order. Stored events name an artifact by
     its id, 0.1 by its place in the task: the places are learned as the stream goes, from
@@ -99,7 +95,7 @@ class Stream:
     def event(self, payload: dict[str, Any]) -> dict[str, Any]:
         if "statusUpdate" in payload:
             update = payload["statusUpdate"]
-            return self.status_event(status(update["status"]), ends(update["status"]["state"]),
+            return self.status_event(status(update["status"]), event_ends_stream(payload),
                                      update.get("metadata"))  # fmt: skip
         if "artifactUpdate" in payload:
             return self.artifact_event(payload["artifactUpdate"])
