@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -71,15 +72,13 @@ def build_headers(
     return headers
 
 
-def classify(status: int, headers: object, content: bytes) -> Result:
+def classify(status: int, headers: Mapping[str, str], content: bytes) -> Result:
     excerpt = content[:300].decode("utf-8", "replace")
     if 200 <= status < 300:
         return Result(DELIVERED, status, excerpt=excerpt)
     if status == 410:
         return Result(GONE, status, error="the receiver answered 410 Gone", excerpt=excerpt)
-    retry_after = parse_retry_after(
-        getattr(headers, "get", lambda _k, _d=None: None)("Retry-After")
-    )
+    retry_after = parse_retry_after(headers.get("Retry-After"))
     return Result(RETRY, status, error=f"HTTP {status}", excerpt=excerpt, retry_after=retry_after)
 
 
