@@ -192,7 +192,6 @@ class ReadOnly(NoAdding):
 class ReadOnlyInline(ReadOnly, admin.TabularInline):
     extra = 0
     can_delete = False
-    show_change_link = False
 
 
 class TaskEventInline(ReadOnlyInline):
