@@ -16,7 +16,7 @@ from django.utils import timezone
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2ahub import big_bodies
-from tasks.models import OPEN_STATES, Artifact, Message, Task, TaskEvent, TaskState
+from tasks.models import ACTIVE_STATES, OPEN_STATES, Artifact, Message, Task, TaskEvent, TaskState
 from tasks.wire import PB_TO_ROLE, STATE_TO_PB, task_to_pb, to_json
 
 S = TaskState
@@ -32,9 +32,6 @@ ALLOWED_FROM: dict[TaskState, frozenset[TaskState]] = {
     S.FAILED: frozenset(OPEN_STATES),
     S.CANCELED: frozenset(OPEN_STATES),
 }
-
-
-ARTIFACT_ALLOWED_FROM = frozenset({S.SUBMITTED, S.WORKING})
 
 
 class TransitionRefused(Exception):
@@ -100,7 +97,7 @@ class Outcome:
 
 def check_transition(current: TaskState, change: Change) -> TaskState:
     if isinstance(change, ArtifactChange):
-        if current not in ARTIFACT_ALLOWED_FROM:
+        if current not in ACTIVE_STATES:  # an artifact comes while the task is worked on
             raise TransitionRefused(current, "artifact")
         return current
     if current not in ALLOWED_FROM[change.state]:
