@@ -203,18 +203,15 @@ def start_call(call: Call, method: Method) -> None:
         raise UnsupportedOperationError("This agent does not stream.")
 
 
-def unauthorized(exc: AuthenticationRequired) -> JsonResponse:
-    """HTTP 401 before any protocol: a `google.rpc.Status` body, which both bindings read."""
-    response = JsonResponse({"error": {"code": 401, "status": "UNAUTHENTICATED",
-                                       "message": exc.message}}, status=401)  # fmt: skip
-    response["WWW-Authenticate"] = exc.challenge
-    return response
-
-
-def forbidden(exc: AccessDenied) -> JsonResponse:
-    """HTTP 403 before any protocol, in the same shape as `unauthorized`."""
-    response = JsonResponse({"error": {"code": 403, "status": "PERMISSION_DENIED",
-                                       "message": exc.message}}, status=403)  # fmt: skip
+def refused_caller(exc: AuthenticationRequired | AccessDenied) -> JsonResponse:
+    """HTTP 401 (no usable credentials) or 403 (a caller who may not) before any protocol: a
+    `google.rpc.Status` body, which both bindings read, and the challenge when there is one
+    (a 401 always has one; a 403 when more token scopes would help)."""
+    denied = isinstance(exc, AccessDenied)
+    status = 403 if denied else 401
+    code = "PERMISSION_DENIED" if denied else "UNAUTHENTICATED"
+    body = {"error": {"code": status, "status": code, "message": exc.message}}
+    response = JsonResponse(body, status=status)
     if exc.challenge:
         response["WWW-Authenticate"] = exc.challenge
     return response

@@ -268,12 +268,10 @@ async def answer(
 async def respond(request: Request, agent: Agent | None, ex: Exchange) -> HttpResponseBase:
     try:
         return await handle(request, agent, ex)
-    except AuthenticationRequired as exc:
-        ex.code = "401"  # HTTP's: no JSON-RPC answer is given
-        return door.unauthorized(exc)
-    except AccessDenied as exc:
-        ex.code = "403"  # HTTP's, as for 401
-        return door.forbidden(exc)
+    except (AuthenticationRequired, AccessDenied) as exc:
+        refused = door.refused_caller(exc)
+        ex.code = str(refused.status_code)  # HTTP's: no JSON-RPC answer is given
+        return refused
     except door.Rejection as exc:
         ex.code = error_code(exc.error)
         return rpc_response(None, ex.version, error=exc.error, status=exc.status)

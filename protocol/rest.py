@@ -403,10 +403,8 @@ async def respond(
         return await handle(request, agent, tail, ex, tenant)
     except NoRoute as exc:
         return no_route(exc, ex.version)
-    except AuthenticationRequired as exc:
-        return door.unauthorized(exc)
-    except AccessDenied as exc:
-        return door.forbidden(exc)
+    except (AuthenticationRequired, AccessDenied) as exc:
+        return door.refused_caller(exc)
     except door.Rejection as exc:
         return rest_error(exc.error, ex.version, exc.status)
     except limits.LimitExceeded as exc:
