@@ -218,9 +218,7 @@ class A2AGrpcDoor:
             setattr(self, rpc.name, partial(door, rpc.name))
 
     async def unary(self, name: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        ex = Exchange(name)
-        started = begin(context, ex)
-        door_span = open_door(context) if tracing.enabled else None
+        ex, started, door_span = begin(context, name)
         refusal: Refusal | None = None
         try:
             async with door.request_context():
@@ -243,9 +241,7 @@ class A2AGrpcDoor:
     async def streamed(
         self, name: str, request: Any, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        ex = Exchange(name)
-        started = begin(context, ex)
-        door_span = open_door(context) if tracing.enabled else None
+        ex, started, door_span = begin(context, name)
         refusal: Refusal | None = None
         try:
             # Read outside the call's thread context, as the SSE doors answer: a stream may
@@ -280,16 +276,20 @@ class A2AGrpcDoor:
             await end_with(context, refusal)
 
 
-def begin(context: grpc.aio.ServicerContext, ex: Exchange) -> float:
-    """The call's request id (the caller's `x-request-id` when sane) for its log lines."""
-    sent = next((v for k, v in context.invocation_metadata() or () if k == "x-request-id"), None)
+def begin(
+    context: grpc.aio.ServicerContext, name: str, version: str = V1
+) -> tuple[Exchange, float, tracing.Door | None]:
+    """The call's Exchange, the time it began and its server span (when tracing), with its
+    request id (the caller's `x-request-id` when sane) for its log lines."""
+    ex = Exchange(name, version=version)
+    metadata = context.invocation_metadata()
+    sent = next((v for k, v in metadata or () if k == "x-request-id"), None)
     request_id.begin(sent if isinstance(sent, str) else None)
     request_id.describe(ex, BINDING)
-    return time.perf_counter()
-
-
-def open_door(context: grpc.aio.ServicerContext) -> tracing.Door | None:
-    return tracing.open_door(tracing.metadata_carrier(context.invocation_metadata()), BINDING)
+    started = time.perf_counter()
+    if not tracing.enabled:
+        return ex, started, None
+    return ex, started, tracing.open_door(tracing.metadata_carrier(metadata), BINDING)
 
 
 def close_door(door_span: tracing.Door, ex: Exchange, end: bool = True) -> None:

@@ -24,7 +24,7 @@ from google.protobuf.json_format import ParseError
 from a2ahub import tracing
 from a2ahub.errors import A2AError, InvalidParamsError, internal_error
 from protocol import grpc_door
-from protocol.grpc_door import Exchange, Malformed, admit, begin, end_with, record, refusal_for
+from protocol.grpc_door import Malformed, admit, begin, end_with, record, refusal_for
 from protocol.method_table import resolve
 from tasks.wire import V03
 
@@ -36,9 +36,7 @@ async def run(name: str, request: Any, context: ServerCallContext) -> Any:
     handler (which answers them in 0.3's terms); refusals before the protocol end the call
     here, as on the 1.0 service."""
     grpc_context = context.state["grpc_context"]
-    ex = Exchange(name, version=V03)
-    started = begin(grpc_context, ex)
-    door_span = grpc_door.open_door(grpc_context) if tracing.enabled else None
+    ex, started, door_span = begin(grpc_context, name, V03)
     streamed = name in STREAMED
     try:
         call, method = await admit(name, request, grpc_context, ex, served=V03)
