@@ -168,10 +168,8 @@ async def admit(
 
 
 def refusal_for(exc: BaseException) -> Refusal:
-    if isinstance(exc, AuthenticationRequired):
-        return grpc_errors.unauthenticated(exc)
-    if isinstance(exc, AccessDenied):
-        return grpc_errors.permission_denied(exc)
+    if isinstance(exc, AuthenticationRequired | AccessDenied):
+        return grpc_errors.refused_caller(exc)
     if isinstance(exc, limits.LimitExceeded):
         return grpc_errors.over_limit(exc.error, exc.retry_after)
     if isinstance(exc, door.Rejection):

@@ -83,27 +83,19 @@ def refusal_of(
     return Refusal(rich.code, rich.details, tuple(rich.trailing_metadata))
 
 
-def plain_refusal(code: grpc.StatusCode, reason: str, message: str, challenge: str) -> Refusal:
-    info = error_details_pb2.ErrorInfo(reason=reason, domain=A2A_DOMAIN)
-    status = status_pb2.Status(code=code.value[0], message=message)
+def refused_caller(exc: AuthenticationRequired | AccessDenied) -> Refusal:
+    """No usable credentials (UNAUTHENTICATED) or a caller who may not (PERMISSION_DENIED):
+    an ErrorInfo whose reason is the code's name, and the challenge when there is one."""
+    denied = isinstance(exc, AccessDenied)
+    code = grpc.StatusCode.PERMISSION_DENIED if denied else grpc.StatusCode.UNAUTHENTICATED
+    info = error_details_pb2.ErrorInfo(reason=code.name, domain=A2A_DOMAIN)
+    status = status_pb2.Status(code=code.value[0], message=exc.message)
     status.details.add().Pack(info)
     rich = status_to_grpc(status)
     trailers: tuple[tuple[str, str | bytes], ...] = tuple(rich.trailing_metadata)
-    if challenge:
-        trailers += (("www-authenticate", challenge),)
+    if exc.challenge:
+        trailers += (("www-authenticate", exc.challenge),)
     return Refusal(rich.code, rich.details, trailers)
-
-
-def unauthenticated(exc: AuthenticationRequired) -> Refusal:
-    return plain_refusal(
-        grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", exc.message, exc.challenge
-    )
-
-
-def permission_denied(exc: AccessDenied) -> Refusal:
-    return plain_refusal(
-        grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", exc.message, exc.challenge
-    )
 
 
 def over_limit(error: A2AError, retry_after: int | None) -> Refusal:

@@ -88,7 +88,7 @@ def test_invalid_params_with_field_errors_add_a_bad_request() -> None:
 
 
 def test_missing_credentials_are_unauthenticated_with_the_challenge() -> None:
-    refusal = grpc_errors.unauthenticated(
+    refusal = grpc_errors.refused_caller(
         AuthenticationRequired("This agent needs credentials.", 'ApiKey realm="a2a-hub"')
     )
     assert refusal.code == grpc.StatusCode.UNAUTHENTICATED
@@ -97,7 +97,7 @@ def test_missing_credentials_are_unauthenticated_with_the_challenge() -> None:
 
 
 def test_a_caller_not_allowed_is_permission_denied() -> None:
-    refusal = grpc_errors.permission_denied(AccessDenied("This agent is not open to you."))
+    refusal = grpc_errors.refused_caller(AccessDenied("This agent is not open to you."))
     assert refusal.code == grpc.StatusCode.PERMISSION_DENIED
     assert "www-authenticate" not in dict(refusal.trailers)
 
