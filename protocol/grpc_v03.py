@@ -73,44 +73,34 @@ async def events(items: AsyncIterator[Any]) -> AsyncIterator[Any]:
         await items.aclose()  # type: ignore[attr-defined]
 
 
+def unary_method(name: str) -> Any:
+    async def method(self: RequestHandler, params: Any, context: Any = None) -> Any:
+        return await run(name, params, context)
+
+    return method
+
+
+def streamed_method(name: str) -> Any:
+    async def method(self: RequestHandler, params: Any, context: Any = None) -> Any:
+        async for event in events(await run(name, params, context)):
+            yield event
+
+    return method
+
+
 class HubRequestHandler(RequestHandler):
     """The SDK's request handler interface, answered by the hub's handlers."""
 
-    async def on_message_send(self, params: Any, context: Any = None) -> Any:
-        return await run("SendMessage", params, context)
-
-    async def on_message_send_stream(self, params: Any, context: Any = None) -> Any:
-        async for event in events(await run("SendStreamingMessage", params, context)):
-            yield event
-
-    async def on_get_task(self, params: Any, context: Any = None) -> Any:
-        return await run("GetTask", params, context)
-
-    async def on_list_tasks(self, params: Any, context: Any = None) -> Any:
-        return await run("ListTasks", params, context)
-
-    async def on_cancel_task(self, params: Any, context: Any = None) -> Any:
-        return await run("CancelTask", params, context)
-
-    async def on_subscribe_to_task(self, params: Any, context: Any = None) -> Any:
-        async for event in events(await run("SubscribeToTask", params, context)):
-            yield event
-
-    async def on_create_task_push_notification_config(
-        self, params: Any, context: Any = None
-    ) -> Any:
-        return await run("CreateTaskPushNotificationConfig", params, context)
-
-    async def on_get_task_push_notification_config(self, params: Any, context: Any = None) -> Any:
-        return await run("GetTaskPushNotificationConfig", params, context)
-
-    async def on_list_task_push_notification_configs(self, params: Any, context: Any = None) -> Any:
-        return await run("ListTaskPushNotificationConfigs", params, context)
-
-    async def on_delete_task_push_notification_config(
-        self, params: Any, context: Any = None
-    ) -> Any:
-        return await run("DeleteTaskPushNotificationConfig", params, context)
+    on_message_send = unary_method("SendMessage")
+    on_message_send_stream = streamed_method("SendStreamingMessage")
+    on_get_task = unary_method("GetTask")
+    on_list_tasks = unary_method("ListTasks")
+    on_cancel_task = unary_method("CancelTask")
+    on_subscribe_to_task = streamed_method("SubscribeToTask")
+    on_create_task_push_notification_config = unary_method("CreateTaskPushNotificationConfig")
+    on_get_task_push_notification_config = unary_method("GetTaskPushNotificationConfig")
+    on_list_task_push_notification_configs = unary_method("ListTaskPushNotificationConfigs")
+    on_delete_task_push_notification_config = unary_method("DeleteTaskPushNotificationConfig")
 
     async def on_get_extended_agent_card(self, params: Any, context: Any = None) -> Any:
         return await run("GetExtendedAgentCard", params, context or ServerCallContext())
@@ -123,12 +113,6 @@ UNREADABLE = (pydantic.ValidationError, ParseError, ValueError, KeyError, TypeEr
 
 def unreadable(exc: Exception) -> InvalidParamsError:
     return InvalidParamsError(f"The 0.3 request cannot be read: {exc}")
-
-
-def guarded(method: Callable[..., Any], streaming: bool, compat: CompatGrpcHandler) -> Any:
-    """`method` of the SDK's handler, refusing bytes that are no request and input its
-    conversions cannot read as invalid, as the 1.0 service does."""
-    return guarded_stream(method, compat) if streaming else guarded_unary(method, compat)
 
 
 def guarded_unary(method: Callable[..., Any], compat: CompatGrpcHandler) -> Any:
@@ -161,12 +145,13 @@ def guarded_stream(method: Callable[..., Any], compat: CompatGrpcHandler) -> Any
 
 
 class Guarded:
-    """The SDK's 0.3 handler with each method `guarded`."""
+    """The SDK's 0.3 handler with each method guarded: bytes that are no request, and input
+    its conversions cannot read, refused as invalid, as the 1.0 service does."""
 
     def __init__(self, compat: CompatGrpcHandler, service: Any) -> None:
         for rpc in service.methods:
-            method = getattr(compat, rpc.name)
-            setattr(self, rpc.name, guarded(method, rpc.server_streaming, compat))
+            guarded = guarded_stream if rpc.server_streaming else guarded_unary
+            setattr(self, rpc.name, guarded(getattr(compat, rpc.name), compat))
 
 
 def generic_handler() -> grpc.GenericRpcHandler:
