@@ -20,6 +20,8 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -142,43 +144,51 @@ class Exchange:
     code: str = "ok"
 
 
+@contextmanager
+def exchange(ctx: ServerRequestContext[Any, Any], method: str) -> Iterator[Exchange]:
+    """The call's Exchange (named in its log lines), counted in the request metrics and its
+    server span ended (when tracing) once the call is done."""
+    ex = Exchange(method)
+    request_id.describe(ex, BINDING)
+    started = time.perf_counter()
+    door_span = open_door(ctx) if tracing.enabled else None
+    try:
+        yield ex
+    finally:
+        elapsed = time.perf_counter() - started
+        metrics.record_request(ex.agent, ex.method, V1, BINDING, ex.code, elapsed)
+        if door_span is not None:
+            close_door(door_span, ex)
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    ex = Exchange("tools/list")
-    started = begin(ex)
-    door_span = open_door(ctx) if tracing.enabled else None
-    try:
-        request = hub_request(ctx)
-        async with door.request_context():
-            agents = await sync_to_async(offered_agents)()
-            tools = []
-            for agent in agents:
-                principal = await caller_of(request, agent)
-                if principal is not None:
-                    tools.append(tool_of(agent, extended=not principal.is_anonymous))
-        return types.ListToolsResult(tools=tools)
-    except MCPError:
-        raise
-    except Exception as exc:
-        # The SDK would answer with the exception's own text.
-        logger.error("the MCP door's tools/list failed")
-        ex.code = "internal"
-        raise MCPError(types.INTERNAL_ERROR, internal_error(exc).message) from None
-    finally:
-        record(ex, started)
-        if door_span is not None:
-            close_door(door_span, ex)
+    with exchange(ctx, "tools/list") as ex:
+        try:
+            request = hub_request(ctx)
+            async with door.request_context():
+                agents = await sync_to_async(offered_agents)()
+                tools = []
+                for agent in agents:
+                    principal = await caller_of(request, agent)
+                    if principal is not None:
+                        tools.append(tool_of(agent, extended=not principal.is_anonymous))
+            return types.ListToolsResult(tools=tools)
+        except MCPError:
+            raise
+        except Exception as exc:
+            # The SDK would answer with the exception's own text.
+            logger.error("the MCP door's tools/list failed")
+            ex.code = "internal"
+            raise MCPError(types.INTERNAL_ERROR, internal_error(exc).message) from None
 
 
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    ex = Exchange("tools/call")
-    started = begin(ex)
-    door_span = open_door(ctx) if tracing.enabled else None
-    tracing.annotate(gen_ai__tool__name=params.name)
-    try:
+    with exchange(ctx, "tools/call") as ex:
+        tracing.annotate(gen_ai__tool__name=params.name)
         request = hub_request(ctx)
         async with door.request_context():
             agent = await agent_of_tool(params.name)
@@ -188,10 +198,6 @@ async def call_tool(
             ex.agent = agent.slug
             tracing.note_agent(agent.slug, agent.pk, agent.name)
             return await call_agent(request, agent, params.arguments, ex)
-    finally:
-        record(ex, started)
-        if door_span is not None:
-            close_door(door_span, ex)
 
 
 async def agent_of_tool(name: str) -> Agent | None:
@@ -271,11 +277,6 @@ def send_request(args: Arguments) -> pb.SendMessageRequest:
     return pb.SendMessageRequest(message=message)
 
 
-def begin(ex: Exchange) -> float:
-    request_id.describe(ex, BINDING)
-    return time.perf_counter()
-
-
 def open_door(ctx: ServerRequestContext[Any, Any]) -> tracing.Door | None:
     """The call's server span. MCP carries a trace's context in the message's `_meta`, and
     the MCP SDK's own server span, current here, continues it: the door's span is its child.
@@ -294,11 +295,6 @@ def close_door(door_span: tracing.Door, ex: Exchange) -> None:
         "error.type": None if ex.code == "ok" else ex.code,
     })  # fmt: skip
     door_span.end(ex.code != "ok")
-
-
-def record(ex: Exchange, started: float) -> None:
-    metrics.record_request(ex.agent, ex.method, V1, BINDING, ex.code,
-                           time.perf_counter() - started)  # fmt: skip
 
 
 SERVER: Server[Any] = Server(
