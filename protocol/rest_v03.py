@@ -97,13 +97,9 @@ def push_config_out(config: pb.TaskPushNotificationConfig) -> dict[str, Any]:
 
 
 def push_list_out(result: pb.ListTaskPushNotificationConfigsResponse) -> dict[str, Any]:
-    configs = [
-        v03_proto.ToProto.task_push_notification_config(
-            conversions.to_compat_task_push_notification_config(config)
-        )
-        for config in result.configs
-    ]
-    return MessageToDict(pb03.ListTaskPushNotificationConfigResponse(configs=configs))
+    configs = [push_config_out(config) for config in result.configs]
+    # The 0.3 ListTaskPushNotificationConfigResponse's JSON, which leaves out an empty list.
+    return {"configs": configs} if configs else {}
 
 
 def stream_event_out(event: dict[str, Any]) -> dict[str, Any]:
