@@ -55,23 +55,18 @@ def description(agent: Agent, skills: Iterable[Skill]) -> str:
     return "\n".join(lines)
 
 
+# The tool's text arguments, with what each is for.
+TEXT_ARGUMENTS = {
+    "message": "What to tell the agent: a new request, or the reply a task asked for.",
+    "taskId": "Continue this task (one waiting for input), or see how it is doing.",
+    "contextId": "Start the task in this conversation (a contextId an answer gave).",
+}
+
+
 def input_schema(skills: Iterable[Skill]) -> dict[str, Any]:
     properties: dict[str, Any] = {
-        "message": {
-            "type": "string",
-            "minLength": 1,
-            "description": "What to tell the agent: a new request, or the reply a task asked for.",
-        },
-        "taskId": {
-            "type": "string",
-            "minLength": 1,
-            "description": "Continue this task (one waiting for input), or see how it is doing.",
-        },
-        "contextId": {
-            "type": "string",
-            "minLength": 1,
-            "description": "Start the task in this conversation (a contextId an answer gave).",
-        },
+        name: {"type": "string", "minLength": 1, "description": description}
+        for name, description in TEXT_ARGUMENTS.items()
     }
     ids = [s.skill_id for s in skills]
     if ids:
