@@ -4,7 +4,6 @@ revoked; the secret is never stored). The audit log's own lists are in `agents.a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -204,12 +203,8 @@ def access_before(form: ModelForm) -> dict[str, Any]:
 
 def card_preview_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
     base = public_base_url(request)
-    try:
-        document = cards.card_document(cards.build_card(agent, base), cards.UNION)
-        preview = json.dumps(document, indent=2, ensure_ascii=False)
-    except Exception as exc:  # a stored card that no longer builds must still be editable
-        preview = f"This card does not build: {exc}"
-    return {"card_preview": preview, "card_url": cards.card_url(base, agent)}
+    # A stored card that no longer builds is said so in its place: the agent stays editable.
+    return {"card_preview": cards.card_text(agent, base), "card_url": cards.card_url(base, agent)}
 
 
 class RevokedFilter(admin.SimpleListFilter):

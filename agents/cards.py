@@ -8,6 +8,7 @@ version read by default; the pure 1.0 document is for requests that say `A2A-Ver
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -260,6 +261,15 @@ def card_document(card: pb.AgentCard, variant: str) -> dict[str, Any]:
     if variant == V1_0:
         return MessageToDict(card)
     return agent_card_to_dict(card)
+
+
+def card_text(agent: Agent, base_url: str) -> str:
+    """The union card as the admin and the developer pages show it."""
+    try:
+        document = card_document(build_card(agent, base_url), UNION)
+        return json.dumps(document, indent=2, ensure_ascii=False)
+    except Exception as exc:  # a stored card that no longer builds must still be shown
+        return f"This card does not build: {exc}"
 
 
 def validate_agent_card(agent: Agent, skills: Iterable[Skill] | None = None) -> None:

@@ -7,7 +7,6 @@ not own has a read-only page (its URLs, snippets and the user's own tasks on it)
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -235,11 +234,6 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The owner's page of the agent, or a read-only one for a user who may call it."""
     agent = callable_agent(request.user, slug)
     base = public_base_url(request)
-    try:
-        card = cards.card_document(cards.build_card(agent, base), cards.UNION)
-        card_text = json.dumps(card, indent=2, ensure_ascii=False)
-    except Exception as exc:  # a stored card that no longer builds must still be shown
-        card_text = f"This card does not build: {exc}"
     recent = list(visible_tasks(request.user, agent).order_by("-created_at", "-id")[:5])
     name_callers(recent)
     context = {
@@ -247,7 +241,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "readonly": agent.owner_id != request.user.pk,
         "sees_all": sees_every_task(request.user, agent),
         "can_call": may_call(request.user, agent),
-        "card_text": card_text,
+        "card_text": cards.card_text(agent, base),
         "card_url": cards.card_url(base, agent),
         "jsonrpc_url": cards.jsonrpc_url(base, agent),
         "rest_url": cards.rest_url(base, agent),
