@@ -247,17 +247,9 @@ def record_access_change(
     )  # fmt: skip
 
 
-def entries_for(
-    agent: Agent, principal: str | None = None, kind: str | None = None
-) -> QuerySet[CredentialUse]:
-    """The credential uses on `agent`, most recent first, optionally of one principal
-    (`user:<id>`, `app:<id>`, ...) or credential kind (a CredentialKind)."""
-    uses = CredentialUse.objects.filter(agent=agent)
-    if principal is not None:
-        uses = uses.filter(principal=principal)
-    if kind is not None:
-        uses = uses.filter(credential_kind=kind)
-    return uses.order_by("-last_used_at")
+def entries_for(agent: Agent) -> QuerySet[CredentialUse]:
+    """The credential uses on `agent`, most recent first."""
+    return CredentialUse.objects.filter(agent=agent).order_by("-last_used_at")
 
 
 def changes_for(agent: Agent) -> QuerySet[AccessChange]:

@@ -318,9 +318,6 @@ class ApiKey(models.Model):
         if self.agent_id is not None and self.scopes:
             raise ValidationError({"scopes": KEY_BOUND_SCOPES})
 
-    def holds(self, scope: str) -> bool:
-        return scope in (self.scopes or [])
-
 
 def hash_key(raw: str) -> str:
     # Keys are 256 random bits, so a fast hash is enough; a slow one would only cost latency.
