@@ -19,6 +19,7 @@ from django.utils.html import escape
 from oauth2_provider.models import Application
 
 from agents.forms import AgentForm, SkillForm, SkillFormSet
+from agents.inputs import no_nul
 from agents.models import Agent, Skill, slug_validator
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ class DeveloperAgentForm(AgentForm):
             "security_schemes", "security_requirements",
             "executor_kind", "executor_settings",
         ]  # fmt: skip
-        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
 
 class DeveloperSkillForm(SkillForm):
@@ -207,9 +207,7 @@ class UsernamesField(forms.Field):
     choices: QuerySet[User] = User.objects.all()
 
     def to_python(self, value: Any) -> list[User]:
-        text = str(value or "")
-        if "\x00" in text:  # PostgreSQL refuses it in a query: say so instead of failing
-            raise forms.ValidationError("Null characters are not allowed.")
+        text = no_nul(str(value or ""))  # PostgreSQL refuses it in a query
         names = list(dict.fromkeys(text.replace(",", " ").split()))
         if len(names) > self.most:
             raise forms.ValidationError(f"Name at most {self.most} users.")
