@@ -149,14 +149,12 @@ class AgentsView(RegistryView):
         body = read_json(request)
         params = request.query_params
         ttl = params.get("ttl") or (body.get("ttl") if isinstance(body, dict) else None)
-        agent_id = params.get("agentId") or (
-            str(body.get("agentId", "")) if isinstance(body, dict) and "cardUrl" in body else ""
-        )
-        identifier = actions.identifier_of(params.get("identifier") or (
-            body.get("identifier") if isinstance(body, dict) and "cardUrl" in body else None
-        ))  # fmt: skip
-        if isinstance(body, dict) and "cardUrl" in body:
-            body = {"cardUrl": body["cardUrl"]}
+        # A card to fetch may name its agent id and identifier in the body too.
+        by_url = body if isinstance(body, dict) and "cardUrl" in body else {}
+        agent_id = params.get("agentId") or str(by_url.get("agentId", ""))
+        identifier = actions.identifier_of(params.get("identifier") or by_url.get("identifier"))
+        if by_url:
+            body = {"cardUrl": by_url["cardUrl"]}
         registration, created = actions.register(
             read_submission(body), caller, ttl, agent_id, identifier
         )
