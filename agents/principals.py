@@ -224,12 +224,8 @@ def identify(request: Request, agent: Agent) -> Principal:
     presented = credentials_to_check(request, agent)
     read = readable(request, agent, presented)
     found = {raw: credential_rows.find(raw, agent.pk) for raw in read}
-    principal = resolve(request, agent, presented, found)
-    if principal is not None:
-        return principal
-    if has_session_cookie(request):
-        return session_principal(request) or ANONYMOUS
-    return ANONYMOUS
+    # Without a credential, the session's user: no session cookie is no user.
+    return resolve(request, agent, presented, found) or session_principal(request) or ANONYMOUS
 
 
 async def identify_async(request: Request, agent: Agent) -> Principal:
