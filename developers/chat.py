@@ -168,16 +168,16 @@ def chat_file(request: HttpRequest, slug: str) -> HttpResponse:
     task, never rendered or run by the browser (`tasks.stored_files`): an agent chooses the
     bytes and the media type, and this is the hub's own origin."""
     agent = chat_agent(request.user, slug)
-    task = users_task(request.user, agent, request.GET.get("task", ""))
-    part = stored_part(task, request.GET) if task is not None else None
+    return part_file(users_task(request.user, agent, request.GET.get("task", "")), request.GET)
+
+
+def part_file(task: Task | None, query: Any) -> HttpResponse:
+    """The file part of `task` that the query names, as the hub serves every stored file
+    (`tasks.stored_files`), never cached; 404 when there is no such task or file part."""
+    part = stored_part(task, query) if task is not None else None
     data = file_bytes(part) if part is not None else None
     if part is None or data is None:
         raise Http404("No such file.")
-    return file_response(part, data)
-
-
-def file_response(part: dict[str, Any], data: bytes) -> HttpResponse:
-    """A stored file as the hub serves every one (`tasks.stored_files`), never cached."""
     # The name only: an agent's "../" or folders mean nothing on the user's disk.
     filename = re.split(r"[\\/]", str(part.get("filename", "")))[-1] or "file"
     response = stored_files.file_response(data, filename)

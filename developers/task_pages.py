@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET
 from agents.models import Agent
 from developers.access import User, may_call, users_task
 from developers.callers import name_caller
-from developers.chat import file_bytes, file_response, stored_part
+from developers.chat import part_file
 from developers.tryit import user_principal
 from tasks.models import ACTIVE_STATES, Task, TaskState
 from tasks.stored_files import SHOWN_IMAGE_TYPES
@@ -93,12 +93,7 @@ def task_file(request: HttpRequest, slug: str, task_id: uuid.UUID) -> HttpRespon
     """The bytes of one file part (`?artifact=` or `?message=`, `&part=`) of a task the user
     sees, served as the chat console serves them: an attachment, never run by the browser."""
     agent = callable_agent(request.user, slug)
-    task = visible_task(request.user, agent, str(task_id))
-    part = stored_part(task, request.GET)
-    data = file_bytes(part) if part is not None else None
-    if part is None or data is None:
-        raise Http404("No such file.")
-    return file_response(part, data)
+    return part_file(visible_task(request.user, agent, str(task_id)), request.GET)
 
 
 def is_moving(task: Task) -> bool:
