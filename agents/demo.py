@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-API_KEY_SCHEME = {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
-
 # The kit sends parts of made-up media types and expects them taken, so this agent takes all.
 CONFORMANCE_MODES = ["text/plain", "application/json", "application/octet-stream", "*/*"]
 CONFORMANCE_SKILL = {

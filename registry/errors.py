@@ -73,9 +73,7 @@ def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
 def answer(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
         return error_response(exc.status, exc.message, exc.field, exc.challenge)
-    if isinstance(exc, BadSubmission):
-        return error_response(exc.status, exc.message, exc.field)
-    if isinstance(exc, Refused):
+    if isinstance(exc, (BadSubmission, Refused)):
         return error_response(exc.status, exc.message, exc.field)
     response = exception_handler(exc, context)
     if response is not None:
