@@ -10,20 +10,20 @@ from console.sockets import StaffSocket
 
 class DashboardSocket(StaffSocket):
     async def start(self) -> None:
-        feeds.watch_dashboard(self)
+        feeds.join(feeds.DASHBOARD, feeds.DashboardNumbers, self)
 
     def stop(self) -> None:
-        feeds.unwatch_dashboard(self)
+        feeds.leave(feeds.DASHBOARD, self)
 
 
 class TaskListSocket(StaffSocket):
     permission = "tasks.view_task"
 
     async def start(self) -> None:
-        feeds.watch_tasks(self)
+        feeds.join(feeds.TASKS, feeds.TaskChanges, self)
 
     def stop(self) -> None:
-        feeds.unwatch_tasks(self)
+        feeds.leave(feeds.TASKS, self)
 
 
 class TaskTimelineSocket(StaffSocket):

@@ -36,6 +36,9 @@ LIST_TICK_SECONDS = 2.0
 CHANGED_CAP = 1_000  # task ids remembered between ticks
 ROWS_PER_TICK = 20  # more a second than a person reads; the page says how many it missed
 RETRY_SECONDS = 1.0
+# The feeds of the task list and of the dashboard: one a loop, each.
+TASKS = ("tasks", "")
+DASHBOARD = ("dashboard", "")
 
 
 class Watcher(Protocol):
@@ -186,7 +189,7 @@ class TaskChanges(Feed):
     more CPU per stream); a look per tick costs the same whatever the load."""
 
     def __init__(self) -> None:
-        super().__init__(("tasks", ""))
+        super().__init__(TASKS)
         self.changed: set[str] = set()
 
     async def run(self) -> None:
@@ -214,31 +217,15 @@ class TaskChanges(Feed):
             self.broadcast({"type": "tasks", "rows": found, "more": more})
 
 
-def watch_tasks(watcher: Watcher) -> None:
-    join(("tasks", ""), TaskChanges, watcher)
-
-
-def unwatch_tasks(watcher: Watcher) -> None:
-    leave(("tasks", ""), watcher)
-
-
 # -- the dashboard ----------------------------------------------------------------------------
 
 
 class DashboardNumbers(Feed):
     def __init__(self) -> None:
-        super().__init__(("dashboard", ""))
+        super().__init__(DASHBOARD)
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(settings.CONSOLE_REFRESH_SECONDS)
             html = await in_thread(live_pages.dashboard_panels)()
             self.broadcast({"type": "dashboard", "html": html})
-
-
-def watch_dashboard(watcher: Watcher) -> None:
-    join(("dashboard", ""), DashboardNumbers, watcher)
-
-
-def unwatch_dashboard(watcher: Watcher) -> None:
-    leave(("dashboard", ""), watcher)
