@@ -16,7 +16,6 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from agents import principals
 from agents.models import Agent
-from developers.tryit import user_principal
 from tasks.models import Task
 
 User = AbstractBaseUser | AnonymousUser
@@ -26,7 +25,7 @@ def may_call(user: User, agent: Agent) -> bool:
     """Whether the user's session may call the agent, as the doors would answer it."""
     if not user.is_authenticated:
         return False
-    return principals.may_call(agent, user_principal(user))
+    return principals.may_call(agent, principals.session_of(user))
 
 
 def users_task(user: User, agent: Agent, task_id: str) -> Task | None:
@@ -35,4 +34,4 @@ def users_task(user: User, agent: Agent, task_id: str) -> Task | None:
         key = uuid.UUID(task_id)
     except (ValueError, TypeError):
         return None
-    return Task.objects.filter(id=key, agent=agent, owner=user_principal(user).id).first()
+    return Task.objects.filter(id=key, agent=agent, owner=principals.session_of(user).id).first()

@@ -34,9 +34,9 @@ from a2ahub.errors import (
     internal_error,
 )
 from agents.models import Agent
+from agents.principals import session_of
 from developers.access import User, may_call, users_task
 from developers.chat_stream import PageEvents, detached, page_call, start_turn
-from developers.tryit import user_principal
 from protocol import door
 from protocol.jsonrpc import find_method, parse_params
 from protocol.limits import LimitExceeded
@@ -83,7 +83,7 @@ def chat_page(request: HttpRequest, slug: str) -> HttpResponse:
         "agent": agent,
         "owner": owner,
         "skills": list(agent.skills.all()),
-        "principal": user_principal(request.user).id,
+        "principal": session_of(request.user).id,
         # The owner's list has every caller's tasks; anyone else's, their own.
         "task_list_url": reverse("developers:tasks", kwargs={"slug": slug}),
         "admin_task_url": (
@@ -101,7 +101,7 @@ async def chat_send(request: HttpRequest, slug: str) -> HttpResponseBase:
     if problem:
         return JsonResponse({"ok": False, "error": {"message": problem}}, status=400)
     try:
-        items = await start_turn(request, agent, user_principal(user), params)
+        items = await start_turn(request, agent, session_of(user), params)
     except LimitExceeded as exc:
         return refusal(exc.error, exc.status)
     except A2AError as exc:
@@ -140,7 +140,7 @@ async def chat_cancel(request: HttpRequest, slug: str) -> JsonResponse:
     user, agent = await enabled_chat_agent(request, slug)
     method = find_method("CancelTask", V1)
     try:
-        call = await page_call(request, agent, user_principal(user), sending=False)
+        call = await page_call(request, agent, session_of(user), sending=False)
         params = parse_params(method, {"id": request.POST.get("taskId", "")}, V1)
         task = await resolve(method.handler)(call, params)
     except LimitExceeded as exc:

@@ -24,10 +24,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from agents.models import Agent
+from agents.principals import session_of
 from developers.access import User, may_call, users_task
 from developers.callers import name_caller
 from developers.chat import part_file
-from developers.tryit import user_principal
 from tasks.models import ACTIVE_STATES, Task, TaskState
 from tasks.stored_files import SHOWN_IMAGE_TYPES
 
@@ -52,7 +52,7 @@ def visible_tasks(user: User, agent: Agent) -> QuerySet[Task]:
     tasks = Task.objects.filter(agent=agent)
     if sees_every_task(user, agent):
         return tasks
-    return tasks.filter(owner=user_principal(user).id)
+    return tasks.filter(owner=session_of(user).id)
 
 
 def visible_task(user: User, agent: Agent, task_id: str) -> Task:

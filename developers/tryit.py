@@ -16,7 +16,6 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from asgiref.sync import sync_to_async
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest
 
 from a2ahub.errors import (
@@ -28,7 +27,6 @@ from a2ahub.errors import (
 )
 from agents import principals
 from agents.models import Agent
-from agents.principals import Principal
 from agents.views import public_base_url
 from protocol import strings
 from protocol.calls import Call
@@ -41,18 +39,13 @@ from tasks.wire import PB_TO_STATE, V1
 METHOD = "SendMessage"
 
 
-def user_principal(user: AbstractBaseUser | AnonymousUser) -> Principal:
-    """The signed-in user as the doors know their session."""
-    return principals.session_of(user)
-
-
 async def send_as_owner(request: HttpRequest, agent: Agent, text: str) -> dict[str, Any]:
     """The reply as the page shows it: state, texts, and the full 1.0 result."""
     user = await request.auser()
     method = find_method(METHOD, V1)
     params = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
                           "parts": [{"text": text}]}}  # fmt: skip
-    principal = user_principal(user)
+    principal = principals.session_of(user)
     try:
         # The agent's one access rule, as its doors apply it to this session.
         await sync_to_async(principals.check_access)(agent, principal)
