@@ -96,7 +96,7 @@ def test_the_embedded_hub_serves_grpc_inside_its_web_process(
 
 def test_the_operator_signs_in_to_the_admin(running_hub: tuple[str, str]) -> None:
     base, password = running_hub
-    with httpx.Client(base_url=base, follow_redirects=True) as http:
+    with httpx.Client(base_url=base, follow_redirects=True, timeout=30) as http:
         login = http.get("/admin/login/")
         token = http.cookies["csrftoken"]
         page = http.post(

@@ -52,7 +52,8 @@ def test_over_https_the_cookies_are_secure_and_the_pages_secured(
     https_hub: tuple[str, str],
 ) -> None:
     base, password = https_hub
-    with httpx.Client(base_url=base, headers=PROXIED) as http:
+    # A first page and a password's hash took more than httpx's 5 s on a loaded CI machine.
+    with httpx.Client(base_url=base, headers=PROXIED, timeout=30) as http:
         page = http.get("/dev/login/")
         csrf = cookie(page, "csrftoken")
         token = csrf.split(";")[0].split("=", 1)[1]
@@ -93,7 +94,7 @@ def test_probes_answer_a_pods_address_over_plain_http(https_hub: tuple[str, str]
     no proxy's headers. The probes answer; the site refuses that host."""
     base, _ = https_hub
     pod = {"Host": "10.244.1.7:8000"}
-    with httpx.Client(base_url=base, headers=pod) as http:
+    with httpx.Client(base_url=base, headers=pod, timeout=30) as http:
         assert http.get("/healthz").json() == {"status": "ok"}
         ready = http.get("/readyz")
         assert (ready.status_code, ready.json()["status"]) == (200, "ready")
