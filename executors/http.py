@@ -90,13 +90,18 @@ def is_number(value: Any, kinds: tuple[type, ...] = (int, float)) -> bool:
     return isinstance(value, kinds) and not isinstance(value, bool)  # JSON's true is no number
 
 
-def held_to(settings: dict[str, Any], key: str, default: Any, low: Any, high: Any) -> Any:
-    """`settings[key]` held between `low` and `high`, of the default's type; the default
-    when it is no number (no whole number, for a count)."""
-    value = settings.get(key, default)
-    if not is_number(value, (int,) if isinstance(default, int) else (int, float)):
-        return default
-    return min(max(type(default)(value), low), high)
+def timeout_of(settings: dict[str, Any]) -> float:
+    value = settings.get("timeout", DEFAULT_TIMEOUT)
+    if not is_number(value):
+        return DEFAULT_TIMEOUT
+    return min(max(float(value), MIN_TIMEOUT), MAX_TIMEOUT)
+
+
+def retries_of(settings: dict[str, Any]) -> int:
+    value = settings.get("retries", DEFAULT_RETRIES)
+    if not is_number(value, (int,)):
+        return DEFAULT_RETRIES
+    return min(max(value, 0), MAX_RETRIES)
 
 
 # -- the request -----------------------------------------------------------------------------
@@ -186,10 +191,8 @@ class Backend:
 async def backend_for(context: RequestContext) -> Backend:
     settings = context.settings
     key = await sync_to_async(current_key)()
-    timeout = held_to(settings, "timeout", DEFAULT_TIMEOUT, MIN_TIMEOUT, MAX_TIMEOUT)
-    retries = held_to(settings, "retries", DEFAULT_RETRIES, 0, MAX_RETRIES)
-    return Backend(backend_url(settings), context.task_id, key, timeout, retries,
-                   hops.of(context.metadata) + 1)  # fmt: skip
+    return Backend(backend_url(settings), context.task_id, key, timeout_of(settings),
+                   retries_of(settings), hops.of(context.metadata) + 1)  # fmt: skip
 
 
 # -- the reply -------------------------------------------------------------------------------
