@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -44,6 +45,8 @@ class TooLarge(Exception):
 
 
 async def serve(scope: Scope, receive: Any, send: Any, route: Route) -> None:
+    if settings.BULK_PROCESS:
+        scope = bulk.as_handed_over(scope)
     request_id.begin_asgi(scope.get("headers", []))
     body = Body(receive, settings.A2A_MAX_REQUEST_BYTES)
     try:
@@ -71,6 +74,7 @@ async def serve(scope: Scope, receive: Any, send: Any, route: Route) -> None:
 async def hand_over(scope: Scope, body: Body, send: Any, receive: Any, route: Route) -> bool:
     """Whether the bulk process (`protocol.bulk`) answered the request; when it cannot be
     reached, the request is this process's to serve."""
+    started = time.perf_counter()
     try:
         upstream = await bulk.hand_over(scope, body.stream())
     except httpx.HTTPError as exc:
@@ -79,6 +83,7 @@ async def hand_over(scope: Scope, body: Body, send: Any, receive: Any, route: Ro
         return True
     if upstream is None:
         return False
+    bulk.count_relayed(upstream, time.perf_counter() - started)
     answer = bulk.Relayed(upstream)
     try:
         if answer.streaming:

@@ -18,15 +18,27 @@ from functools import cache
 from typing import Any
 
 import httpx
+import orjson
 from django.conf import settings
+from django.http.response import HttpResponseBase
 
-from a2ahub import request_id
+from a2ahub import metrics, request_id
 
 # They describe one connection, not the request or its answer.
 HOP_BY_HOP = {
     b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
     b"transfer-encoding", b"upgrade",
 }  # fmt: skip
+
+
+# What a web process tells the bulk process of a request it hands over (the scheme it came
+# by: the bulk process sees a Unix socket), and what the bulk process tells it back (the
+# request's labels, for the web process to count: nothing scrapes the bulk process). A request
+# from the network loses any header of ours before it is handed over.
+OURS = b"x-a2ahub-"
+SCHEME = OURS + b"scheme"
+COUNTED = "x-a2ahub-counted"
+SCHEMES = {b"http": "http", b"https": "https"}
 
 
 def enabled() -> bool:
@@ -47,9 +59,11 @@ async def hand_over(scope: dict[str, Any], body: AsyncIterator[bytes]) -> httpx.
     its body from `body`; None when the bulk process cannot be reached (nothing was taken
     from `body`)."""
     headers = [(name, value) for name, value in scope.get("headers", [])
-               if name not in HOP_BY_HOP and name != request_id.ASGI_HEADER]  # fmt: skip
+               if name not in HOP_BY_HOP and name != request_id.ASGI_HEADER
+               and not name.startswith(OURS)]  # fmt: skip
     # The bulk process logs, and answers, with the id this process gave the request.
     headers.append((request_id.ASGI_HEADER, request_id.current_id().encode("ascii")))
+    headers.append((SCHEME, scope.get("scheme", "http").encode("ascii")))
     target = scope.get("raw_path") or scope["path"].encode()
     if scope.get("query_string"):
         target += b"?" + scope["query_string"]
@@ -61,6 +75,41 @@ async def hand_over(scope: dict[str, Any], body: AsyncIterator[bytes]) -> httpx.
         return await http.send(request, stream=True)
     except httpx.ConnectError:
         return None
+
+
+def as_handed_over(scope: dict[str, Any]) -> dict[str, Any]:
+    """In the bulk process: the scope of a request as the web process that handed it over saw
+    it (its scheme; without the headers that told it)."""
+    headers, scheme = [], "http"
+    for name, value in scope.get("headers", []):
+        if name == SCHEME:
+            scheme = SCHEMES.get(value, scheme)
+        else:
+            headers.append((name, value))
+    return scope | {"headers": headers, "scheme": scheme}
+
+
+def count(
+    response: HttpResponseBase, labels: tuple[str, str, str, str, str], seconds: float
+) -> None:
+    """Count a request answered (its agent, method, version, binding and code): in this
+    process's metrics, or in the bulk process on its answer, for the web process that relays
+    it to count (`count_relayed`)."""
+    if settings.BULK_PROCESS:
+        response[COUNTED] = orjson.dumps(labels).decode("ascii")
+    else:
+        metrics.record_request(*labels, seconds)
+
+
+def count_relayed(upstream: httpx.Response, seconds: float) -> None:
+    """Count in this process the request the bulk process answered (by the labels it sent)."""
+    try:
+        labels = orjson.loads(upstream.headers.get(COUNTED, "null"))
+    except orjson.JSONDecodeError:
+        return
+    if isinstance(labels, list) and len(labels) == 5 and all(isinstance(v, str) for v in labels):
+        agent, method, version, binding, code = labels
+        metrics.record_request(agent, method, version, binding, code, seconds)
 
 
 class Relayed:
@@ -76,7 +125,9 @@ class Relayed:
         return [
             (name.decode("latin1"), value.decode("latin1"))
             for name, value in self.upstream.headers.raw
-            if name.lower() not in HOP_BY_HOP and name.lower() != request_id.ASGI_HEADER
+            if name.lower() not in HOP_BY_HOP
+            and name.lower() != request_id.ASGI_HEADER
+            and not name.lower().startswith(OURS)
         ]
 
     def __aiter__(self) -> AsyncIterator[bytes]:

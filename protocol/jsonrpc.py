@@ -18,7 +18,7 @@ from django.http import HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from google.protobuf.json_format import ParseError
 
-from a2ahub import big_bodies, jsonbytes, metrics, request_id, tracing
+from a2ahub import big_bodies, jsonbytes, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -34,7 +34,7 @@ from a2ahub.errors import (
 from a2ahub.request import Request
 from agents.models import Agent
 from agents.views import json_not_found
-from protocol import door, limits, request_caps, strings, v01
+from protocol import bulk, door, limits, request_caps, strings, v01
 from protocol.calls import Call
 from protocol.method_table import V01_METHODS, V03_METHODS, V1_METHODS, Method, resolve
 from protocol.results import v1_result
@@ -255,8 +255,8 @@ async def answer(
     started = time.perf_counter()
     door_span = tracing.open_door(request.headers, "jsonrpc") if tracing.enabled else None
     response = await respond(request, agent, ex)
-    metrics.record_request(ex.agent, ex.method, ex.version, "jsonrpc", ex.code,
-                           time.perf_counter() - started)  # fmt: skip
+    bulk.count(response, (ex.agent, ex.method, ex.version, "jsonrpc", ex.code),
+               time.perf_counter() - started)  # fmt: skip
     if door_span is not None:
         code = {} if ex.code == "ok" else {"rpc.jsonrpc.error_code": int(ex.code)}
         door_span.finish(ex.agent, ex.method, ex.version, "jsonrpc",

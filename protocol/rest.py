@@ -28,7 +28,7 @@ from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from google.protobuf.json_format import ParseError
 
-from a2ahub import big_bodies, jsonbytes, metrics, numerals, request_id, tracing
+from a2ahub import big_bodies, jsonbytes, numerals, request_id, tracing
 from a2ahub.errors import (
     A2AError,
     AccessDenied,
@@ -42,7 +42,7 @@ from a2ahub.errors import (
 )
 from a2ahub.request import Request
 from agents.models import Agent
-from protocol import door, limits, request_caps, rest_v03, strings, v03
+from protocol import bulk, door, limits, request_caps, rest_v03, strings, v03
 from protocol.calls import Call
 from protocol.method_table import V1_METHODS, Method, resolve
 from protocol.results import v1_result
@@ -386,8 +386,8 @@ async def answer(
     started = time.perf_counter()
     door_span = tracing.open_door(request.headers, "rest") if tracing.enabled else None
     response = await respond(request, agent, tail, ex, tenant)
-    metrics.record_request(ex.agent, ex.method, ex.version, "rest",
-                           str(response.status_code), time.perf_counter() - started)  # fmt: skip
+    bulk.count(response, (ex.agent, ex.method, ex.version, "rest", str(response.status_code)),
+               time.perf_counter() - started)  # fmt: skip
     if door_span is not None:
         status = response.status_code
         door_span.finish(ex.agent, ex.method, ex.version, "rest",

@@ -16,6 +16,7 @@ from tests.factories.messages import wire_message
 from tests.factories.versions import V1
 from tests.helpers import wait_for_port
 from tests.integration.stack import Hub, Process
+from tests.operations.metered import sample
 from tests.streaming.sse import artifact_text, chunks_in, open_stream, payload
 
 pytestmark = pytest.mark.integration
@@ -33,10 +34,12 @@ def served_by(process: Process) -> int:
     return process.log.read_text(errors="replace").count(f'"POST {ECHO}"')
 
 
-def send(base: str, text: str, request_id: str = "") -> httpx.Response:
-    headers = {"A2A-Version": V1} | ({"X-Request-ID": request_id} if request_id else {})
+def send(
+    base: str, text: str, request_id: str = "", agent: str = "echo", **headers: str
+) -> httpx.Response:
+    headers = {"A2A-Version": V1} | ({"X-Request-ID": request_id} if request_id else {}) | headers
     body = rpc_body(V1, "send", {"message": wire_message(V1, text)})
-    return httpx.post(f"{base}{ECHO}", json=body, headers=headers, timeout=60)
+    return httpx.post(f"{base}/agents/{agent}/jsonrpc/", json=body, headers=headers, timeout=60)
 
 
 def echoed(answer: httpx.Response) -> str:
@@ -100,3 +103,59 @@ def test_without_the_bulk_process_the_web_process_serves_a_big_send_itself_until
     wait_for_port(hub.env["A2A_BULK_SOCKET"], restarted.popen)
     assert BIG in echoed(send(hub.web_a, BIG))
     assert served_by(restarted) == 1
+
+
+def counted(base: str, code: str, method: str = "SendMessage") -> float:
+    """How many 1.0 JSON-RPC requests to echo the web process's `/metrics` counts, by method
+    ("unknown": refused before it was read) and answer."""
+    text = httpx.get(f"{base}/metrics", timeout=10).text
+    labels = {"agent": "echo", "method": method, "version": V1, "binding": "jsonrpc"}
+    return sample(text, "a2ahub_requests_total", **labels, code=code)
+
+
+def test_the_web_process_counts_the_big_requests_the_bulk_process_answered(hub: Hub) -> None:
+    bulk = bulk_of(hub)
+    before, served = counted(hub.web_a, "ok"), served_by(bulk)
+    refused_before = counted(hub.web_a, "-32602", "unknown")
+    other_before = counted(hub.web_b, "ok")
+
+    assert BIG in echoed(send(hub.web_a, BIG))
+    # Past the cap on parts, and big: refused by the bulk process, naming the cap.
+    parts = [{"text": "part " * 60} for _ in range(1001)]
+    message = {"messageId": "too-many-parts", "role": "ROLE_USER", "parts": parts}
+    refused = httpx.post(f"{hub.web_a}{ECHO}", json=rpc_body(V1, "send", {"message": message}),
+                         headers={"A2A-Version": V1}, timeout=60)  # fmt: skip
+    assert refused.json()["error"]["code"] == -32602, refused.text[:300]
+    assert "1000" in refused.json()["error"]["message"]
+
+    assert served_by(bulk) == served + 2
+    assert counted(hub.web_a, "ok") == before + 1
+    assert counted(hub.web_a, "-32602", "unknown") == refused_before + 1
+    assert counted(hub.web_b, "ok") == other_before
+    assert "x-a2ahub-counted" not in refused.headers  # between the processes only
+
+
+def challenge_of(answer: httpx.Response) -> str:
+    assert answer.status_code == 401, answer.text[:300]
+    return answer.headers["WWW-Authenticate"]
+
+
+def test_the_bulk_process_sees_the_scheme_the_request_came_by_not_one_a_client_claims(
+    hub: Hub,
+) -> None:
+    """An OAuth2 agent's challenge names its metadata at the hub's URL, as the request reached
+    the hub: the bulk process, reached on a Unix socket, hears the scheme from the web process,
+    which drops the header a client sends in its place."""
+    forged = send(hub.web_a, BIG, agent="secure", **{"X-A2AHub-Scheme": "https"})
+    assert f'resource_metadata="{hub.web_a}/.well-known/oauth-protected-resource/agents/secure"' \
+        in challenge_of(forged)  # fmt: skip
+
+    # What a web process that took the request over TLS hands over.
+    transport = httpx.HTTPTransport(uds=hub.env["A2A_BULK_SOCKET"])
+    with httpx.Client(transport=transport, base_url="http://bulk", timeout=60) as bulk:
+        body = rpc_body(V1, "send", {"message": wire_message(V1, BIG)})
+        host = hub.web_a.removeprefix("http://")
+        over_tls = bulk.post("/agents/secure/jsonrpc/", json=body, headers={
+            "A2A-Version": V1, "Host": host, "X-A2AHub-Scheme": "https"})  # fmt: skip
+    assert f'resource_metadata="https://{host}/.well-known/oauth-protected-resource' \
+        "/agents/secure" in challenge_of(over_tls)  # fmt: skip
