@@ -39,7 +39,7 @@ from a2ahub.routing import routes  # noqa: E402
 from a2ahub.socket_origin import SameOriginValidator  # noqa: E402
 from console import routing as console_routing  # noqa: E402
 from protocol import asgi as doors  # noqa: E402
-from protocol import mcp_door  # noqa: E402
+from protocol import bulk, mcp_door  # noqa: E402
 from protocol.routes import route_at  # noqa: E402
 from registry import body_limit as registry_body_limit  # noqa: E402
 
@@ -91,7 +91,11 @@ application = ProtocolTypeRouter(
 
 # The site's URLconf imports every app's views, the model client's types among them: some
 # 240 ms of imports that the first page or card request made on the event loop, holding every
-# other request of the process for as long. Made here, before the process serves.
+# other request of the process for as long. Made here, before the process serves; so is the
+# client of the bulk process.
 get_resolver().url_patterns  # noqa: B018
+bulk.prepare()
 
+if settings.LOOP_HOLD_LOG_MS:
+    interpreter.watch_loop_holds(settings.LOOP_HOLD_LOG_MS)
 interpreter.settle()

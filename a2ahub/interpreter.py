@@ -11,10 +11,14 @@ Two settings keep its event loop answering while other work runs:
   takes the GIL again, so a request served while such a thread runs waited 5 ms at each of
   its many turns: `/healthz` took 175 ms beside a data part of 100,000 strings, 57 ms now
   (`bench/big_bodies.py`). With one thread alone nothing changes.
+
+With LOOP_HOLD_LOG_MS set, a web process logs each callback that holds its loop longer
+(`watch_loop_holds`): how to find what made the process's requests wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 
@@ -26,3 +30,11 @@ def settle() -> None:
     sys.setswitchinterval(SWITCH_SECONDS)
     gc.collect()
     gc.freeze()
+
+
+def watch_loop_holds(milliseconds: int) -> None:
+    """Log each callback that holds this process's event loop (the one it serves on, made
+    already) longer than `milliseconds`: asyncio's debug mode, which costs CPU."""
+    loop = asyncio.get_event_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = milliseconds / 1000

@@ -16,13 +16,23 @@ all of it: each shape `--sends` times.
 Shapes: ten text parts of 0.95 MB, one text part of 9.5 MB, and one data part holding a list
 of 100,000 short strings. The report gives, per shape, the send's median time and the probes'
 median, p99 and longest waits while the sends ran, beside their waits with nothing sent.
+
+A probe's wait is also the time the web process waited for a core: on two cores the bulk
+process, PostgreSQL and the client take them too. `--holds MS` tells the two apart: the web
+process logs each callback that held its event loop longer than MS (LOOP_HOLD_LOG_MS, in
+asyncio's debug mode, which makes every callback slower), and the report gives, per shape, how
+many did and the longest.
+
+    python bench/big_bodies.py --holds 4
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -46,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sends", type=int, default=5, help="sends of each shape")
     p.add_argument("--no-bulk", dest="bulk", action="store_false",
                    help="no bulk process: the web process serves big bodies itself")  # fmt: skip
+    p.add_argument("--holds", type=int, default=0, metavar="MS",
+                   help="count the loop holds of the web process over MS")  # fmt: skip
     p.add_argument("--probe", help=argparse.SUPPRESS)  # the probe's own process: its base URL
     p.add_argument("--probe-task", help=argparse.SUPPRESS)  # and the task it asks for
     hub.add_run_arguments(p, first_port=8370)
@@ -102,6 +114,21 @@ def waits_between(bench: hub.Bench, start: float, end: float) -> dict[str, list[
     return waits
 
 
+# asyncio's warning for a slow callback, as the web process logs it (LOG_FORMAT plain).
+HOLD = re.compile(r"^(\S+ \S+) WARNING asyncio Executing .* took ([0-9.]+) seconds$")
+
+
+def holds_between(bench: hub.Bench, start: float, end: float) -> list[float]:
+    """The web process's loop holds (ms) logged between `start` and `end` (Unix times)."""
+    holds = []
+    for line in (bench.logs / "web.log").read_text(errors="replace").splitlines():
+        if found := HOLD.match(line):
+            at = dt.datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if start <= at <= end:
+                holds.append(float(found[2]) * 1000)
+    return holds
+
+
 # -- the sends ---------------------------------------------------------------------------------
 
 
@@ -129,7 +156,10 @@ def send(url: str, parts: list[dict[str, Any]]) -> tuple[float, str]:
     return time.monotonic() - started, result["task"]["id"]
 
 
-def run_all(bench: hub.Bench) -> list[tuple[str, list[float], dict[str, list[float]]]]:
+Row = tuple[str, list[float], dict[str, list[float]], list[float]]
+
+
+def run_all(bench: hub.Bench) -> list[Row]:
     args = bench.args
     port = next(p for p in range(args.port, args.port + 50) if hub.port_free(p))
     url = hub.create_database(bench, f"a2abench_big_{bench.tag}")
@@ -143,15 +173,16 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], dict[str, list[flo
         endpoint = f"unix:{env['A2A_BULK_SOCKET']}:lockfile=1"
         command = [sys.executable, "-m", "a2ahub.daphne", "-e", endpoint, "a2ahub.asgi:application"]
         bench.start("bulk", command, env | {"A2AHUB_BULK_PROCESS": "1"}, hub.REPO)
-    bench.start("web", hub.hub_web_command("hub-daphne", port), env, hub.REPO)
+    watched = {"LOOP_HOLD_LOG_MS": str(args.holds)} if args.holds else {}
+    bench.start("web", hub.hub_web_command("hub-daphne", port), env | watched, hub.REPO)
     hub.wait_http(bench, "web", f"{base}/agents/echo/.well-known/agent-card.json")
     endpoint = f"{base}/agents/echo/jsonrpc/"
     _, small = send(endpoint, [{"text": "warm"}])
     prober = start_probe(bench, base, small)
-    rows: list[tuple[str, list[float], dict[str, list[float]]]] = []
+    windows: list[tuple[str, list[float], float, float]] = []
     try:
         time.sleep(3)
-        rows.append(("nothing sent", [], waits_between(bench, time.time() - 2.5, time.time())))
+        windows.append(("nothing sent", [], time.time() - 2.5, time.time()))
         for name, parts in shapes().items():
             print(f"== {name}")
             started, took = time.time(), []
@@ -159,24 +190,26 @@ def run_all(bench: hub.Bench) -> list[tuple[str, list[float], dict[str, list[flo
                 took.append(send(endpoint, parts)[0])
                 bench.check_alive("web")
             time.sleep(0.2)
-            rows.append((name, took, waits_between(bench, started, time.time())))
+            windows.append((name, took, started, time.time()))
     finally:
         prober.terminate()
         prober.wait(timeout=10)
-    return rows
+    return [(name, took, waits_between(bench, start, end), holds_between(bench, start, end))
+            for name, took, start, end in windows]  # fmt: skip
 
 
-def report(rows: list[tuple[str, list[float], dict[str, list[float]]]], sends: int) -> str:
+def report(rows: list[Row], sends: int, holds: int) -> str:
     lines = [
         f"Blocking 1.0 `SendMessage` to the inline `echo` agent, {sends} sends a shape, one at a "
         f"time; `/healthz` and a small `GetTask` asked in turn, each every "
         f"{PROBE_GAP * 1000:.0f} ms, from another process.",
         "",
         "| body | send s (median) | /healthz wait ms: median | p99 | longest "
-        "| GetTask wait ms: median | p99 | longest | errors |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| GetTask wait ms: median | p99 | longest | errors |"
+        + (f" loop holds over {holds} ms: count, longest ms |" if holds else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if holds else ""),
     ]
-    for name, took, waits in rows:
+    for name, took, waits, held in rows:
         cells, errors = [], 0
         for kind in PROBES:
             good = sorted(w for w in waits[kind] if w >= 0)
@@ -187,6 +220,7 @@ def report(rows: list[tuple[str, list[float], dict[str, list[float]]]], sends: i
         lines.append(
             f"| {name} | {hub.fmt(statistics.median(took), 2) if took else '-'} "
             f"| {' | '.join(cells)} | {errors} |"
+            + (f" {len(held)}, {hub.fmt(max(held)) if held else '-'} |" if holds else "")
         )
     return "\n".join(lines)
 
@@ -207,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with hub.bench_session(args, "a2ahub-bench-big-", pin=False) as bench:
         rows = run_all(bench)
-    text = f"Run: {environment()}\n\n{report(rows, args.sends)}"
+    text = f"Run: {environment()}\n\n{report(rows, args.sends, args.holds)}"
     print(f"\n{text}\n\n(total {time.monotonic() - started:.0f} s)")
     if args.markdown:
         args.markdown.write_text(f"# A 10 MB request and the web process\n\n{text}\n")
