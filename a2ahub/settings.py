@@ -533,12 +533,13 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
     )
 
-# `json`: one JSON object a line, with the id, agent, method and binding of the request that
-# wrote it (a2ahub/logs.py); `plain`: text for people.
 # A diagnosis aid, off (0) by default: a web process's event loop runs in asyncio's debug mode
 # and logs each callback that held it longer than this many milliseconds (the request or task
 # that kept the process's other requests waiting). Debug mode costs CPU on every callback.
 LOOP_HOLD_LOG_MS = env_int("LOOP_HOLD_LOG_MS", 0, 0, 60_000)
+
+# `json`: one JSON object a line, with the id, agent, method and binding of the request that
+# wrote it (a2ahub/logs.py); `plain`: text for people.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain").lower()
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
