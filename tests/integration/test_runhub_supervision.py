@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -153,15 +154,15 @@ def kill(pid: int) -> float:
     return time.monotonic()
 
 
-def exited(pid: int) -> bool:
-    """Whether the process has exited, its sockets closed (a zombie its parent has not reaped
-    yet has)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
+def refused(path: str) -> bool:
+    """Whether nothing takes connections on the Unix socket: a killed process has closed it
+    only once all its threads have exited, some time after the one whose pid it was."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+    return False
 
 
 def test_the_turns_a_killed_worker_held_are_queued_again_and_its_running_ones_failed_in_seconds(
@@ -261,7 +262,7 @@ def test_runhub_serves_big_bodies_from_its_bulk_process_and_starts_it_again_when
     # Dead, not dying: a request handed over between the signal and the exit would be written
     # to the sockets of a process being torn down, which answers nothing (the web process
     # answers -32603).
-    assert eventually(lambda: exited(bulk), timeout=10)
+    assert eventually(lambda: refused(hub.env["A2A_BULK_SOCKET"]), timeout=10)
     second = send(hub, "echo", big)
     assert eventually(lambda: bool(set(listed(private_redis, "bulk")) - {bulk}), RESTARTED_WITHIN)
     third = send(hub, "echo", big)
