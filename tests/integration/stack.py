@@ -116,10 +116,11 @@ class Hub:
         self.processes.append(process)
         return process
 
-    def start_web(self, name: str) -> tuple[Process, str]:
+    def start_web(self, name: str, env: dict[str, str] | None = None) -> tuple[Process, str]:
         port = free_port()
         command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port)]
-        return self.spawn(name, [*command, "a2ahub.asgi:application"]), f"http://127.0.0.1:{port}"
+        process = self.spawn(name, [*command, "a2ahub.asgi:application"], env)
+        return process, f"http://127.0.0.1:{port}"
 
     def start_bulk(self) -> Process:
         """The bulk process on the hub's A2A_BULK_SOCKET, as runhub starts it."""

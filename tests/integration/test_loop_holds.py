@@ -4,7 +4,6 @@ without the setting it logs none."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import httpx
@@ -13,7 +12,7 @@ import pytest
 from tests.factories.envelopes import rpc_body
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1
-from tests.helpers import free_port, wait_for_http
+from tests.helpers import wait_for_http
 from tests.integration.stack import Hub, Process
 
 pytestmark = pytest.mark.integration
@@ -30,12 +29,10 @@ def holds_in(process: Process) -> list[str]:
 @pytest.fixture
 def web_processes(hub: Hub) -> Iterator[dict[str, tuple[Process, str]]]:
     """Two more web processes of the hub: one with the setting, one without."""
-    started = {}
-    for name, env in (("watched", {"LOOP_HOLD_LOG_MS": "1"}), ("plain", {})):
-        port = free_port()
-        command = [sys.executable, "-m", "a2ahub.daphne", "-b", "127.0.0.1", "-p", str(port),
-                   "a2ahub.asgi:application"]  # fmt: skip
-        started[name] = (hub.spawn(f"web-{name}", command, env=env), f"http://127.0.0.1:{port}")
+    started = {
+        "watched": hub.start_web("web-watched", {"LOOP_HOLD_LOG_MS": "1"}),
+        "plain": hub.start_web("web-plain"),
+    }
     try:
         for process, base in started.values():
             wait_for_http(f"{base}/healthz", process.popen)
