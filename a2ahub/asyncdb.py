@@ -124,10 +124,10 @@ async def open_pool(max_size: int | None = None) -> asyncpg.Pool:
     most = int(options.get("max_size", 10))
     return await asyncpg.create_pool(
         # No floor of connections: asyncpg refills one in the background, and while the
-        # database is away it logs a traceback for each try. (Idle connections are still
-        # kept, for asyncpg's five minutes.)
+        # database is away it logs a traceback for each try.
         min_size=0,
         max_size=most if max_size is None else min(most, max_size),
+        max_inactive_connection_lifetime=float(options.get("max_idle", 300.0)),
         # The statements run here repeat a few shapes thousands of times: prepared, PostgreSQL
         # skips parsing and planning them (off for poolers in transaction mode).
         statement_cache_size=100 if settings.DATABASE_PREPARE_THRESHOLD is not None else 0,

@@ -277,6 +277,9 @@ def database_config(url: str) -> dict[str, object]:
             "pool": {
                 "min_size": env_int("DATABASE_POOL_MIN", 2, 0, 100),
                 "max_size": env_int("DATABASE_POOL_MAX", 20, 1, 500),
+                # Given back once idle this long (the async pool's too): a burst's connections
+                # do not stay taken from max_connections, which every process shares.
+                "max_idle": env_float("DATABASE_POOL_IDLE_SECONDS", 300.0, 1.0, 86400.0),
                 "timeout": 10,
             }
         }

@@ -90,6 +90,8 @@ class Registration:
             params={"ttl": self.ttl, "agentId": self.agent_id},
             json=MessageToDict(self.card),
         )
+        if answer.is_error:  # the hub's answer says why (a field, a scope, a clash)
+            logger.error("registration refused (%s): %s", answer.status_code, answer.text)
         answer.raise_for_status()
         logger.info("registered: %s", answer.json())
         return dict(answer.json())

@@ -226,6 +226,9 @@ def hub_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]
         # web processes and four workers held 38).
         "DATABASE_POOL_MIN": "0",
         "DATABASE_POOL_MAX": "5",
+        # And idle connections are given back within seconds: a hub whose module is not
+        # running keeps none (two hubs and an idle one passed the hundred, once).
+        "DATABASE_POOL_IDLE_SECONDS": "5",
         "WORKER_DB_CONNECTIONS": "1",
         # Each hub's own: the cards of its web processes list it for its gRPC process.
         "GRPC_PORT": str(free_port()),

@@ -173,6 +173,15 @@ def test_a_key_without_the_registry_scope_gets_403(hub: Hub) -> None:
     assert 'error="insufficient_scope", scope="registry"' in answer.headers["WWW-Authenticate"]
 
 
+def test_the_example_refused_by_the_hub_says_why_and_stops(hub: Hub, tmp_path: Path) -> None:
+    agent = Example(hub, issue_key(hub, scopes=()), tmp_path / "example.log")
+    agent.start()
+    assert agent.process is not None and agent.process.wait(timeout=60) != 0
+    log = agent.log.read_text()
+    assert "registration refused (403)" in log, log
+    assert "registry" in log.split("registration refused (403)")[1].splitlines()[0]
+
+
 def app_token(hub: Hub, client: tuple[str, str], scope: str) -> str:
     metadata = httpx.get(f"{hub.web_a}/.well-known/oauth-authorization-server", timeout=10).json()
     answer = httpx.post(metadata["token_endpoint"], data={"grant_type": "client_credentials",
