@@ -1,5 +1,6 @@
-"""What one blocking `message/send` costs inside the hub: SQL statements, transactions, pool
-checkouts, Redis commands, and the CPU time of the main steps, for both execution modes.
+"""What one blocking `message/send` costs inside the hub: SQL statements (the ORM's and the event
+loop's asyncpg ones), transactions, pool checkouts, Redis commands, and the CPU time of the main
+steps, for both execution modes.
 
 It makes its own PostgreSQL database and uses a Redis database of its own (both removed at the
 end), loads the hub in this process and calls its ASGI application directly, one request at a
@@ -85,6 +86,23 @@ def instrument_database() -> None:
     wrap_method(BaseDatabaseWrapper, "_commit", "tx", "COMMIT of an atomic block")
     wrap_method(BaseDatabaseWrapper, "connect", "pool", "connection checkout (connect)")
     wrap_method(BaseDatabaseWrapper, "_close", "pool", "connection return (close)")
+
+
+def instrument_asyncpg() -> None:
+    """The one-statement writes and reads made from an event loop (`a2ahub.asyncdb`), which
+    the ORM's cursor never sees: on the hot paths, most of a send's statements."""
+    from a2ahub import asyncdb
+
+    original_run = asyncdb.run
+
+    async def run(statement: str, values: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
+        count("sql", "ASYNCPG " + normalize(statement))
+        count("sql thread", "event loop (asyncpg)")
+        count("tx", "autocommit statement (its own transaction)")
+        count("pool", "asyncpg acquire")
+        return await original_run(statement, values, fetch)
+
+    asyncdb.run = run  # type: ignore[assignment]
 
 
 def wrap_method(cls: type, name: str, kind: str, key: str) -> None:
@@ -332,6 +350,7 @@ async def count_both(requests: int) -> int:
     from a2ahub.asgi import application
 
     instrument_database()
+    instrument_asyncpg()
     instrument_redis()
     instrument_threads()
     instrument_steps()
