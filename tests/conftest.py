@@ -117,7 +117,7 @@ def flushed_tables(alias: str) -> list[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
+def quiet_maintenance_at_the_end(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """The hub's maintenance thread (heartbeats, recovery) stops before the test database is
     dropped: it would hold a connection to it, and then fail on the dropped database."""
     yield
@@ -127,6 +127,16 @@ def quiet_maintenance_at_the_end(django_db_setup: None) -> Iterator[None]:
     stop_maintenance()
     close_job_connections()
     engine.stop()  # its connection too
+    # Connections that other threads of this process still hold (the job loops' threads of
+    # earlier tests: thread-local, out of this thread's reach) would keep the test database
+    # from being dropped ("being accessed by other users"): they end here, at the very end.
+    connection = connections["default"]
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 @pytest.fixture(autouse=True)
