@@ -122,6 +122,20 @@ class Hub:
         process = self.spawn(name, [*command, "a2ahub.asgi:application"], env)
         return process, f"http://127.0.0.1:{port}"
 
+    @contextmanager
+    def extra_web(
+        self, name: str, env: dict[str, str] | None = None
+    ) -> Iterator[tuple[Process, str]]:
+        """One more web process of this hub, for one test: answering when it is handed over,
+        ended after (the session's two stay up for later tests)."""
+        process, base = self.start_web(name, env)
+        try:
+            wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)
+            yield process, base
+        finally:
+            process.popen.terminate()
+            process.popen.wait(timeout=30)
+
     def start_bulk(self) -> Process:
         """The bulk process on the hub's A2A_BULK_SOCKET, as runhub starts it."""
         endpoint = f"unix:{self.env['A2A_BULK_SOCKET']}:lockfile=1"

@@ -12,7 +12,6 @@ import pytest
 from tests.factories.envelopes import rpc_body
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1
-from tests.helpers import wait_for_http
 from tests.integration.stack import Hub, Process
 
 pytestmark = pytest.mark.integration
@@ -29,18 +28,11 @@ def holds_in(process: Process) -> list[str]:
 @pytest.fixture
 def web_processes(hub: Hub) -> Iterator[dict[str, tuple[Process, str]]]:
     """Two more web processes of the hub: one with the setting, one without."""
-    started = {
-        "watched": hub.start_web("web-watched", {"LOOP_HOLD_LOG_MS": "1"}),
-        "plain": hub.start_web("web-plain"),
-    }
-    try:
-        for process, base in started.values():
-            wait_for_http(f"{base}/healthz", process.popen)
-        yield started
-    finally:
-        for process, _ in started.values():
-            process.popen.terminate()
-            process.popen.wait(timeout=30)
+    with (
+        hub.extra_web("web-watched", {"LOOP_HOLD_LOG_MS": "1"}) as watched,
+        hub.extra_web("web-plain") as plain,
+    ):
+        yield {"watched": watched, "plain": plain}
 
 
 def test_a_web_process_names_what_held_its_loop_longer_than_the_setting(

@@ -15,7 +15,7 @@ import pytest
 from tests.factories.envelopes import rpc_body
 from tests.factories.messages import wire_message
 from tests.factories.versions import V1
-from tests.helpers import eventually, wait_for_http
+from tests.helpers import eventually
 from tests.integration.stack import Hub, Process
 
 pytestmark = pytest.mark.integration
@@ -32,13 +32,8 @@ def connections_of(process: Process) -> int:
 
 @pytest.fixture
 def web(hub: Hub) -> Iterator[tuple[Process, str]]:
-    process, base = hub.start_web("web-idle", {"DATABASE_POOL_IDLE_SECONDS": "1"})
-    try:
-        wait_for_http(f"{base}/healthz", process.popen)
-        yield process, base
-    finally:
-        process.popen.terminate()
-        process.popen.wait(timeout=30)
+    with hub.extra_web("web-idle", {"DATABASE_POOL_IDLE_SECONDS": "1"}) as started:
+        yield started
 
 
 def test_a_web_process_gives_back_the_connections_of_a_burst_once_idle(

@@ -19,7 +19,7 @@ import pytest
 
 from tests.factories.messages import wire_message
 from tests.factories.versions import VERSIONS
-from tests.helpers import eventually, wait_for_http
+from tests.helpers import eventually
 from tests.integration.stack import Hub, Process
 from tests.protocol.answers import state_of
 from tests.streaming.sse import (
@@ -62,14 +62,8 @@ class Client:
 @pytest.fixture
 def doomed(hub: Hub) -> Iterator[tuple[Process, str]]:
     """A third web process of the session's hub, for this test to kill."""
-    process, base = hub.start_web("web-doomed")
-    try:
-        wait_for_http(f"{base}/agents/echo/.well-known/agent-card.json", process.popen)
-        yield process, base
-    finally:
-        if process.alive():
-            process.popen.kill()
-        process.popen.wait(timeout=10)
+    with hub.extra_web("web-doomed") as started:
+        yield started
 
 
 def open_clients(held: ExitStack, http: httpx.Client) -> list[Client]:
