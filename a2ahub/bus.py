@@ -201,11 +201,13 @@ class RedisBus(InProcessBus):
         return listener is None or not listener.lost
 
     def listener_for(self, loop: asyncio.AbstractEventLoop) -> Listener:
-        listener = self.listeners.get(loop)
-        if listener is None:
-            for stale in [lp for lp in self.listeners if lp.is_closed()]:
-                del self.listeners[stale]
-            listener = self.listeners[loop] = Listener(self.url, self.outage, self.space)
+        # Under the lock: a web process's loops (its door's, its job loops') add theirs at once.
+        with self.lock:
+            listener = self.listeners.get(loop)
+            if listener is None:
+                for stale in [lp for lp in self.listeners if lp.is_closed()]:
+                    del self.listeners[stale]
+                listener = self.listeners[loop] = Listener(self.url, self.outage, self.space)
         return listener
 
 

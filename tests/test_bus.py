@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -127,6 +128,49 @@ def test_code_without_a_loop_hears_messages_on_the_bus_s_own_thread(
 
     assert eventually(lambda: heard.messages == [b"stop t-1"], timeout=WITHIN)
     assert heard.threads == {"a2ahub-bus"}
+
+
+def test_loops_of_many_threads_subscribing_at_once_each_hear_the_message(
+    each_bus: bus.InProcessBus, channel: str
+) -> None:
+    """A web process subscribes from its door's loop, its job loops and its threads' loops at
+    once (a send that waits for a worker's reply, say); none of them may fail for another."""
+    threads, rounds = 8, 50
+    start = threading.Barrier(threads)
+    failures: list[BaseException] = []
+    heard = [Heard() for _ in range(threads * rounds)]
+
+    async def subscribe_and_hear(n: int) -> None:
+        start.wait()
+        listening = await each_bus.subscribe(f"{channel}:{n}", heard[n])
+        try:
+            each_bus.publish(f"{channel}:{n}", b"done")
+            await heard[n].wait_for(1)
+        finally:
+            each_bus.unsubscribe(listening)
+
+    def thread(first: int) -> None:
+        for n in range(first, threads * rounds, threads):
+            try:
+                asyncio.run(subscribe_and_hear(n))
+            except BaseException as exc:  # reported by the assertion below
+                failures.append(exc)
+                start.abort()
+                return
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads change places as often as they can
+    try:
+        running = [threading.Thread(target=thread, args=(i,)) for i in range(threads)]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(switch)
+
+    assert failures == []
+    assert [h.messages for h in heard] == [[b"done"]] * (threads * rounds)
 
 
 @pytest.mark.integration
