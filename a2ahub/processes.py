@@ -92,7 +92,10 @@ def stop() -> None:
 
 
 def beat_forever(kind: str, started_at: float) -> None:
-    while not _stopping.wait(interval()):
+    # Read once: a process's settings do not change, and a test's override_settings swaps
+    # them under this thread in a way a read can catch half done (it would end the thread).
+    every = interval()
+    while not _stopping.wait(every):
         try:
             record(kind, started_at)
         except Exception:
