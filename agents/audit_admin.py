@@ -1,6 +1,7 @@
 """The audit log in the admin: credential uses and access changes, read-only, newest first,
 filtered by agent, principal and credential kind; and the last use of OAuth2 tokens and
-applications, next to them in django-oauth-toolkit's own lists."""
+applications, next to them in django-oauth-toolkit's own lists (whose application form names
+each refused redirect URI with what is wrong with it)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from oauth2_provider.admin import get_access_token_admin_class, get_application_admin_class
+from oauth2_provider.forms import ApplicationForm
 from oauth2_provider.models import get_access_token_model, get_application_model
 
 from a2ahub import numerals, when
 from a2ahub.admin_columns import shorten, shortened
 from agents.models import AccessChange, CredentialUse
+from agents.redirect_uris import ReadableRedirectErrors
 
 # A filter lists at most this many principals (the most recently seen); search finds the rest.
 PRINCIPAL_CHOICES = 100
@@ -143,9 +146,15 @@ class TokenAdmin(LastUsedColumn, TokenAdminBase):  # type: ignore[misc]
     used_by = "token_id"
 
 
+class ApplicationAdminForm(ReadableRedirectErrors, ApplicationForm):
+    """django-oauth-toolkit's form of an application, each refused redirect URI named with
+    what is wrong with it."""
+
+
 class ApplicationAdmin(LastUsedColumn, ApplicationAdminBase):  # type: ignore[misc]
     """django-oauth-toolkit's application list, with when its tokens last called an agent."""
 
+    form = ApplicationAdminForm
     list_display = [*ApplicationAdminBase.list_display, "last_used"]
     used_by = "application_id"
     # The model's own page is django-oauth-toolkit's management view, which the hub does not

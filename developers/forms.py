@@ -9,7 +9,6 @@ application); only the field lists live here.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
@@ -21,6 +20,7 @@ from oauth2_provider.models import Application
 from agents.forms import AgentForm, SkillForm, SkillFormSet
 from agents.inputs import no_nul
 from agents.models import Agent, Skill, slug_validator
+from agents.redirect_uris import ReadableRedirectErrors
 
 if TYPE_CHECKING:
     from django.forms import BaseInlineFormSet
@@ -122,7 +122,7 @@ class ImportCardForm(forms.Form):
         return slug
 
 
-class ApplicationForm(forms.ModelForm):
+class ApplicationForm(ReadableRedirectErrors):
     """A new OAuth2 application of the signed-in user: always a confidential client (it keeps a
     secret), for machines (client credentials) or people (authorization code, with PKCE)."""
 
@@ -154,45 +154,16 @@ class ApplicationForm(forms.ModelForm):
         cleaned = super().clean() or {}
         grant = cleaned.get("authorization_grant_type")
         if grant == Application.GRANT_CLIENT_CREDENTIALS and cleaned.get("redirect_uris"):
-            self.add_error("redirect_uris", "A program calling as itself is sent nowhere: leave "
-                           "this empty, or choose people.")  # fmt: skip
+            self.add_error("redirect_uris", SENT_NOWHERE)
         return cleaned
 
-    def full_clean(self) -> None:
-        super().full_clean()  # with the model's checks: django-oauth-toolkit's, in its words
-        cleaned = getattr(self, "cleaned_data", {})
-        people = cleaned.get("authorization_grant_type") == AUTHORIZATION_CODE
-        if people and "redirect_uris" in self.errors:
-            ours = redirect_problems(self.data.get("redirect_uris", ""))
-            if ours:  # said of each URI, in words a developer reads; else the model's stand
-                self.errors["redirect_uris"] = self.error_class(ours)
+    def redirect_uri_problems(self, text: str, grant: Any) -> list[str]:
+        if grant == Application.GRANT_CLIENT_CREDENTIALS and text.split():
+            return [SENT_NOWHERE]
+        return super().redirect_uri_problems(text, grant)
 
 
-AUTHORIZATION_CODE = Application.GRANT_AUTHORIZATION_CODE
-
-
-def redirect_problems(text: str) -> list[str]:
-    """What is wrong with each redirect URI of `text` (one a line, or apart by spaces, as
-    django-oauth-toolkit splits them), or with having none."""
-    uris = text.split()
-    if not uris:
-        return ["People are sent back to a redirect URI after they consent: give at least one."]
-    return [problem for problem in map(redirect_problem, uris) if problem]
-
-
-def redirect_problem(uri: str) -> str:
-    try:
-        parts = urlsplit(uri)
-        host = parts.hostname
-    except ValueError:
-        return f"{uri} is not a URL."
-    if parts.scheme.lower() not in ("http", "https"):
-        return f"{uri} is not an http or https URL (one URI a line; a space ends a URI)."
-    if not host:
-        return f"{uri} names no host."
-    if parts.fragment:
-        return f"{uri} has a fragment (#{parts.fragment}), which a redirect URI may not have."
-    return ""
+SENT_NOWHERE = "A program calling as itself is sent nowhere: leave this empty, or choose people."
 
 
 class UsernamesField(forms.Field):

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
 from django.test import Client
 from django.urls import reverse
-from oauth2_provider.models import AccessToken
+from oauth2_provider.models import AccessToken, Application
 
 from agents import audit
 from agents.models import AccessChange, AccessVia, Agent, ApiKey, CredentialUse
@@ -167,3 +167,59 @@ def test_an_applications_admin_page_links_to_no_page_the_hub_lacks(
     # Nor does the admin's redirect, typed by hand.
     kind = ContentType.objects.get_for_model(app)
     assert operator_client.get(f"/admin/r/{kind.pk}/{app.pk}/").status_code == 404
+
+
+def add_application_form(client: Client) -> tuple[str, dict[str, Any]]:
+    """The admin's page to add an application, and its form's fields as the page fills them."""
+    page = reverse("admin:oauth2_provider_application_add")
+    form = client.get(page).context["adminform"].form
+    data: dict[str, Any] = {}
+    for name, field in form.fields.items():
+        value = form.get_initial_for_field(field, name)
+        if value not in (None, False):
+            data[name] = "on" if value is True else value
+    return page, data
+
+
+@pytest.mark.parametrize(
+    ("grant", "uris", "said"),
+    [
+        ("authorization-code", "",
+         ["People are sent back to a redirect URI after they consent: give at least one."]),
+        ("authorization-code", "ftp://client.example/back https://client.example/ok#done",
+         ["ftp://client.example/back is not an http or https URL (one URI a line; a space ends "
+          "a URI).",
+          "https://client.example/ok#done has a fragment (#done), which a redirect URI may not "
+          "have."]),
+        ("client-credentials", "http://[::1/x", ["http://[::1/x is not a URL."]),
+    ],
+)  # fmt: skip
+def test_the_admin_names_each_refused_redirect_uri_with_what_is_wrong(
+    operator_client: Client, grant: str, uris: str, said: list[str]
+) -> None:
+    # django-oauth-toolkit's own words were "redirect uri URI Validation error. invalid_scheme:".
+    page, data = add_application_form(operator_client)
+    data |= {"name": "portal", "client_type": "confidential",
+             "authorization_grant_type": grant, "redirect_uris": uris}  # fmt: skip
+
+    answer = operator_client.post(page, data)
+
+    assert answer.status_code == 200  # the form again, not a redirect to the list
+    assert answer.context["adminform"].form.errors["redirect_uris"] == said
+    assert not Application.objects.exists()
+
+
+def test_the_admin_adds_an_application_whose_redirect_uris_are_good(
+    operator_client: Client,
+) -> None:
+    page, data = add_application_form(operator_client)
+    data |= {"name": "portal", "client_type": "confidential",
+             "authorization_grant_type": "authorization-code",
+             "redirect_uris": "https://client.example/back\nhttp://localhost:8765/cb"}  # fmt: skip
+
+    answer = operator_client.post(page, data)
+
+    assert answer.status_code == 302, answer.context and answer.context["adminform"].form.errors
+    assert Application.objects.get().redirect_uris.split() == [
+        "https://client.example/back", "http://localhost:8765/cb"
+    ]  # fmt: skip
