@@ -1,6 +1,7 @@
-"""The session's distributed hub (see `stack.py`), started once and torn down reliably.
+"""The session's distributed hub (see `stack.py`), started once and torn down reliably; and for
+a module whose tests stop or restart them, a Redis server and a PostgreSQL cluster of its own.
 
-When a test that used it fails, the tail of every hub process's log is added to its report.
+When a test that used a hub fails, the tail of every hub process's log is added to its report.
 """
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.integration.servers import (
+    PostgresCluster,
+    RedisServer,
+    cluster_unavailable,
+    postgres_cluster,
+)
 from tests.integration.stack import Hub, hub_of_its_own
 
 
@@ -16,6 +23,22 @@ from tests.integration.stack import Hub, hub_of_its_own
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """Two web processes and two workers sharing one database and one Redis."""
     with hub_of_its_own("a2ahub_it", tmp_path_factory.mktemp("hub")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def private_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    if reason := cluster_unavailable():
+        pytest.skip(reason)
+    with postgres_cluster() as running:
         yield running
 
 

@@ -25,8 +25,6 @@ from tests.helpers import eventually
 from tests.integration.servers import (
     PostgresCluster,
     RedisServer,
-    cluster_unavailable,
-    postgres_cluster,
 )
 from tests.integration.stack import THREADS_PER_WORKER, Hub, create_database, running_hub
 
@@ -53,26 +51,15 @@ KINDS = ("inline", "worker", "queued", "stream")
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[PostgresCluster]:
-    if reason := cluster_unavailable():
-        pytest.skip(reason)
-    with postgres_cluster() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def hub(cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+def hub(
+    cluster: PostgresCluster, private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Hub]:
     """The whole hub on the private cluster and a private Redis. (Named `hub`, as the
     session's is: a failing test's report then carries these processes' logs.)"""
-    redis = RedisServer()
-    redis.start()
-    try:
-        create_database("hub", cluster.url())
-        root = tmp_path_factory.mktemp("postgres-restart")
-        with running_hub(cluster.url("hub"), redis.url, root) as running:
-            yield running
-    finally:
-        redis.stop()
+    create_database("hub", cluster.url())
+    root = tmp_path_factory.mktemp("postgres-restart")
+    with running_hub(cluster.url("hub"), private_redis.url, root) as running:
+        yield running
 
 
 @dataclass

@@ -28,8 +28,6 @@ from tests.helpers import eventually
 from tests.integration.servers import (
     PostgresCluster,
     RedisServer,
-    cluster_unavailable,
-    postgres_cluster,
 )
 from tests.integration.stack import Hub, create_database, running_hub
 
@@ -50,31 +48,19 @@ FINAL_STATES = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELE
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[PostgresCluster]:
-    if reason := cluster_unavailable():
-        pytest.skip(reason)
-    with postgres_cluster() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def hub(cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+def hub(
+    cluster: PostgresCluster, private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Hub]:
     """The whole hub on the private cluster and a private Redis (named `hub`, as the
     session's is: a failing test's report then carries these processes' logs)."""
-    redis = RedisServer()
-    redis.start()
-    try:
-        create_database("hub", cluster.url())
-        root = tmp_path_factory.mktemp("postgres-stop")
-        with running_hub(cluster.url("hub"), redis.url, root) as running:
-            running.query(
-                "UPDATE agents_agent SET executor_settings = %s WHERE slug = 'writer' "
-                "RETURNING slug",
-                (json.dumps({"delay": WRITER_DELAY}),),
-            )
-            yield running
-    finally:
-        redis.stop()
+    create_database("hub", cluster.url())
+    root = tmp_path_factory.mktemp("postgres-stop")
+    with running_hub(cluster.url("hub"), private_redis.url, root) as running:
+        running.query(
+            "UPDATE agents_agent SET executor_settings = %s WHERE slug = 'writer' RETURNING slug",
+            (json.dumps({"delay": WRITER_DELAY}),),
+        )
+        yield running
 
 
 @dataclass

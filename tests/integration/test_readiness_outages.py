@@ -25,8 +25,6 @@ from tests.factories.versions import V1
 from tests.integration.servers import (
     PostgresCluster,
     RedisServer,
-    cluster_unavailable,
-    postgres_cluster,
 )
 from tests.integration.small_hub import small_hub
 from tests.integration.stack import Hub, create_database
@@ -37,22 +35,6 @@ NOTICED_WITHIN = 5.0
 BACK_WITHIN = 5.0
 # Long enough for every reconnect backoff under the hub to have grown.
 OUTAGE_SECONDS = 10.0
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[PostgresCluster]:
-    if reason := cluster_unavailable():
-        pytest.skip(reason)
-    with postgres_cluster() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -52,14 +52,6 @@ ANSWER_WITHIN = 10.0
 
 
 @pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def hub(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """The whole hub on the private Redis. (Named `hub`, as the session's is: a failing
     test's report then carries these processes' logs.)"""

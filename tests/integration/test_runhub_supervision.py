@@ -54,14 +54,6 @@ WRITER_DELAY = 3.0
 
 
 @pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def hub(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """runhub on the private Redis and a database of its own. (Named `hub`, as the session's
     is: a failing test's report then carries runhub's log.)"""

@@ -47,14 +47,6 @@ BATCHES = 500
 
 
 @pytest.fixture(scope="module")
-def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def hub(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """(Named `hub`, as the session's is: a failing test's report then carries its logs.)"""
     name = f"a2ahub_metrics_{uuid.uuid4().hex[:10]}"
