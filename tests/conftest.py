@@ -24,6 +24,7 @@ from django.test import Client, TransactionTestCase
 
 from tests.door_client import Door, running
 from tests.factories.agents import make_agent
+from tests.factories.signed_cards import Site, publishing
 
 STACK_ENV = ("DATABASE_URL", "REDIS_URL")
 
@@ -247,3 +248,10 @@ def door(transactional_db: None) -> Iterator[Door]:
     is transactional."""
     with running():
         yield Door()
+
+
+@pytest.fixture
+def publisher(settings: Any) -> Iterator[Site]:
+    """A publisher's 127.0.0.1 site, serving its JWKS, which the hub may call (signed cards)."""
+    with publishing(settings) as served:
+        yield served

@@ -15,19 +15,24 @@ from django.core.exceptions import ImproperlyConfigured
 
 from a2ahub.settings import env_jwks
 from agents import card_trust
-from tests.factories.signed_cards import Site, make_key, signed, site, tampered
+from tests.factories.signed_cards import (
+    PUBLISHER,
+    STRANGER,
+    Site,
+    make_key,
+    publishing,
+    signed,
+    site,
+    tampered,
+)
 from tests.registry.conftest import CARD_V1
 
-PUBLISHER = make_key("publisher-1")
 OPERATORS_FRIEND = make_key("friend-1")
-STRANGER = make_key("stranger-1")
 
 
 @pytest.fixture
 def publisher(settings: Any) -> Iterator[Site]:
-    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    settings.TRUSTED_CARD_KEYS = []
-    with site() as served:
+    with publishing(settings, jwks=False) as served:
         yield served
 
 

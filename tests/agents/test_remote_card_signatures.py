@@ -2,14 +2,13 @@
 records verified, unsigned or invalid (and by which key, or why); with
 CARD_SIGNATURES_REQUIRED the form refuses a card that is not verified, next to its settings.
 
-The publisher is a 127.0.0.1 site serving its card and its JWKS.
+The publisher (`publisher`, tests/conftest.py) is a 127.0.0.1 site serving its card and its JWKS.
 
 Personas: `operator_client` (tests/conftest.py) adds and edits agents in the admin.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,23 +17,19 @@ from django.urls import reverse
 
 from agents.models import Agent
 from tests.factories.agent_forms import add_agent, agent_form
-from tests.factories.signed_cards import Site, make_key, signed, site, tampered
+from tests.factories.signed_cards import (
+    PUBLISHER,
+    STRANGER,
+    Site,
+    signed,
+    site,
+    tampered,
+)
 from tests.registry.conftest import CARD_V1
 
 pytestmark = pytest.mark.django_db
 
-PUBLISHER = make_key("publisher-1")
-STRANGER = make_key("stranger-1")
 CARD_PATH = "/.well-known/agent-card.json"
-
-
-@pytest.fixture
-def publisher(settings: Any) -> Iterator[Site]:
-    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    settings.TRUSTED_CARD_KEYS = []
-    with site() as served:
-        served.serve("/.well-known/jwks.json", PUBLISHER.jwks)
-        yield served
 
 
 def remote_fields(url: str) -> dict[str, str]:

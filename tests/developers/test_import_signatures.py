@@ -5,7 +5,7 @@ import page refuses unsigned and invalid cards with a form error that says why.
 The developer pages' agent form checks an `a2a-remote` agent's card on save too, while its
 live preview, which judges the form at each change, reads no card.
 
-The publisher is a 127.0.0.1 site serving its card and its JWKS.
+The publisher (`publisher`, tests/conftest.py) is a 127.0.0.1 site serving its card and its JWKS.
 
 Personas: `dev_client` (tests/developers/conftest.py) imports, re-syncs and registers its
 agents.
@@ -13,7 +13,6 @@ agents.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,23 +21,19 @@ from django.urls import reverse
 
 from agents.models import Agent
 from tests.developers.test_settings_forms import page_data
-from tests.factories.signed_cards import Site, make_key, signed, site, tampered
+from tests.factories.signed_cards import (
+    PUBLISHER,
+    STRANGER,
+    Site,
+    signed,
+    site,
+    tampered,
+)
 from tests.registry.conftest import CARD_V1
 
 pytestmark = pytest.mark.django_db
 
-PUBLISHER = make_key("publisher-1")
-STRANGER = make_key("stranger-1")
 CARD_PATH = "/.well-known/agent-card.json"
-
-
-@pytest.fixture
-def publisher(settings: Any) -> Iterator[Site]:
-    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    settings.TRUSTED_CARD_KEYS = []
-    with site() as served:
-        served.serve("/.well-known/jwks.json", PUBLISHER.jwks)
-        yield served
 
 
 def import_card(client: Client, url: str) -> Any:

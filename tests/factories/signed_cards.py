@@ -95,3 +95,20 @@ def site() -> Iterator[Site]:
     server.RequestHandlerClass = Handler
     with serving(server):
         yield served
+
+
+# The publisher of the cards the signature tests check, and a key no one trusts.
+PUBLISHER = make_key("publisher-1")
+STRANGER = make_key("stranger-1")
+
+
+@contextmanager
+def publishing(settings: Any, jwks: bool = True) -> Iterator[Site]:
+    """The publisher's site (its JWKS served at its origin's well-known path, when `jwks`),
+    which the hub may call, trusting no key of its own configuration."""
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.TRUSTED_CARD_KEYS = []
+    with site() as served:
+        if jwks:
+            served.serve("/.well-known/jwks.json", PUBLISHER.jwks)
+        yield served

@@ -2,9 +2,9 @@
 the card is verified, by which key and from where, or why not; with
 CARD_SIGNATURES_REQUIRED the registry refuses unsigned and invalid cards, naming why.
 
-The publisher is a 127.0.0.1 site serving its JWKS (and its card, for card-URL
-registrations); a card sent in the body names an interface on that site, whose origin is
-where its keys are read.
+The publisher (`publisher`, tests/conftest.py) is a 127.0.0.1 site serving its JWKS (and its
+card, for card-URL registrations); a card sent in the body names an interface on that site,
+whose origin is where its keys are read.
 
 Personas: `owner` (tests/registry/conftest.py) registers; `anonymous` reads entries;
 `operator_client` reads the admin.
@@ -13,29 +13,24 @@ Personas: `owner` (tests/registry/conftest.py) registers; `anonymous` reads entr
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
 from agents.models import Agent
-from tests.factories.signed_cards import Site, make_key, signed, site, tampered
+from tests.factories.signed_cards import (
+    PUBLISHER,
+    STRANGER,
+    Site,
+    make_key,
+    signed,
+    site,
+    tampered,
+)
 from tests.registry.conftest import CARD_V1, Registrar
 
 pytestmark = pytest.mark.django_db
-
-PUBLISHER = make_key("publisher-1")
-STRANGER = make_key("stranger-1")
-
-
-@pytest.fixture
-def publisher(settings: Any) -> Iterator[Site]:
-    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    settings.TRUSTED_CARD_KEYS = []
-    with site() as served:
-        served.serve("/.well-known/jwks.json", PUBLISHER.jwks)
-        yield served
 
 
 def card_of(publisher: Site) -> dict[str, Any]:
