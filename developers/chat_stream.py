@@ -21,7 +21,7 @@ from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connection, connections
 from django.http import HttpRequest
 
-from a2ahub import jsonbytes
+from a2ahub import jsonbytes, numerals
 from a2ahub.errors import A2AError, error_object
 from agents.models import Agent
 from agents.principals import Principal
@@ -44,7 +44,10 @@ async def page_call(
     """The call as the A2A doors make it, after their checks (limits, required extensions),
     for the signed-in user: no credentials are asked for, the user is the principal."""
     if door.has_limits(agent):
-        await sync_to_async(door.check_limits)(agent, principal, len(request.body), sending)
+        # As declared: the form was read as multipart (the page's FormData), which leaves no
+        # body to measure.
+        size = numerals.whole_number(request.META.get("CONTENT_LENGTH", "")) or 0
+        await sync_to_async(door.check_limits)(agent, principal, size, sending)
     extensions = door.check_extensions(request.headers, agent, sending)
     return Call(agent, principal, V1, partial(public_base_url, request), extensions,
                 binding=Binding.PAGE)  # fmt: skip

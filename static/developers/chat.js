@@ -302,6 +302,11 @@
       await readEvents(response.body, onEvent);
     } catch (error) {
       if (error.name !== "AbortError") say(`The agent did not answer: ${error.message}`);
+      // Refused before any event (a limit, say): the turn was never sent, not sending still.
+      if (turn && turn.state.textContent === "sending") {
+        turn.state.textContent = "not sent";
+        turn.state.className = "pill off";
+      }
     } finally {
       reading = null;
       sendButton.disabled = false;

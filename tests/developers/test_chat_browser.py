@@ -43,6 +43,8 @@ from django.core.management import call_command
 call_command("migrate", interactive=False, verbosity=0)
 call_command("seed_demo", verbosity=0)
 User.objects.create_user("dev", "dev@example.com", "developer-pass-123")
+from tests.factories.agents import make_agent
+make_agent("limited", requests_per_minute=1)
 """
 
 
@@ -186,6 +188,21 @@ def test_the_chat_cancels_a_slow_task(page: Page, hub: ChatHub) -> None:
     expect(page.locator("#chat-cancel")).to_be_disabled()
     assert hub.stored(shown_task(page))[0] == "canceled"
     screenshot(page, "canceled")
+
+
+def test_an_agent_over_its_rate_says_so_in_the_chat(page: Page, hub: ChatHub) -> None:
+    page.goto(f"{hub.base}/dev/agents/limited/chat/")
+    send(page, "once")
+    expect(page.locator("#chat-state")).to_have_text("completed")
+
+    send(page, "twice")
+
+    expect(page.locator("#chat-error")).to_contain_text(
+        "This agent takes at most 1 requests per minute from you"
+    )
+    expect(page.locator(".turn.agent").nth(1).locator(".pill")).to_have_text("not sent")
+    expect(page.locator("#chat-send")).to_be_enabled()
+    screenshot(page, "rate-limited")
 
 
 def test_the_chat_shows_an_image_artifact(page: Page, hub: ChatHub) -> None:
