@@ -6,14 +6,20 @@ from typing import Any
 
 # The kit sends parts of made-up media types and expects them taken, so this agent takes all.
 CONFORMANCE_MODES = ["text/plain", "application/json", "application/octet-stream", "*/*"]
-CONFORMANCE_SKILL = {
-    "skill_id": "conformance",
-    "name": "Conformance scenarios",
-    "description": "Runs the scenario named by the messageId prefix (tck-<scenario>-<hex>).",
-    "tags": ["conformance", "tck"],
-    "examples": ["tck-complete-task-0001"],
-}
 
+
+def skill(skill_id: str, name: str, description: str, tags: list[str], examples: list[str],
+          **more: Any) -> dict[str, Any]:  # fmt: skip
+    return {"skill_id": skill_id, "name": name, "description": description, "tags": tags,
+            "examples": examples, **more}  # fmt: skip
+
+
+CONFORMANCE_SKILL = skill("conformance", "Conformance scenarios",
+                          "Runs the scenario named by the messageId prefix (tck-<scenario>-<hex>).",
+                          ["conformance", "tck"], ["tck-complete-task-0001"])  # fmt: skip
+
+# The skills compact, a line or two each, as `skill` takes them.
+# fmt: off
 DEMO_AGENTS: list[dict[str, Any]] = [
     {
         "slug": "echo",
@@ -25,13 +31,8 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "provider_organization": "A2A Hub",
         "provider_url": "https://github.com/a2aproject",
         "skills": [
-            {
-                "skill_id": "echo",
-                "name": "Echo",
-                "description": "Repeats text, files and data back to the caller.",
-                "tags": ["echo", "test"],
-                "examples": ["Hello, echo!"],
-            }
+            skill("echo", "Echo", "Repeats text, files and data back to the caller.",
+                  ["echo", "test"], ["Hello, echo!"])
         ],
     },
     {
@@ -66,13 +67,8 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "description": "Asks for your name, then greets you: a two-turn conversation.",
         "executor_kind": "interview",
         "skills": [
-            {
-                "skill_id": "greet",
-                "name": "Greet",
-                "description": "Asks a question and answers the reply.",
-                "tags": ["multi-turn", "demo"],
-                "examples": ["Hi!", "Ada"],
-            }
+            skill("greet", "Greet", "Asks a question and answers the reply.",
+                  ["multi-turn", "demo"], ["Hi!", "Ada"])
         ],
     },
     {
@@ -81,13 +77,8 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "description": "Works for as many seconds as you ask, reporting progress; cancellable.",
         "executor_kind": "slow",
         "skills": [
-            {
-                "skill_id": "wait",
-                "name": "Wait",
-                "description": "Works for N seconds (default 5).",
-                "tags": ["long-running", "demo"],
-                "examples": ["10"],
-            }
+            skill("wait", "Wait", "Works for N seconds (default 5).",
+                  ["long-running", "demo"], ["10"])
         ],
     },
     {
@@ -96,13 +87,8 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "description": "Streams a short essay on your topic, chunk by chunk, with progress.",
         "executor_kind": "writer",
         "skills": [
-            {
-                "skill_id": "essay",
-                "name": "Essay",
-                "description": "Writes a few paragraphs on the topic you send.",
-                "tags": ["streaming", "demo"],
-                "examples": ["the sea"],
-            }
+            skill("essay", "Essay", "Writes a few paragraphs on the topic you send.",
+                  ["streaming", "demo"], ["the sea"])
         ],
     },
     {
@@ -122,42 +108,16 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         },
         "default_output_modes": ["text/plain", "application/json", "image/png"],
         "skills": [
-            {
-                "skill_id": "reverse",
-                "name": "Reverse",
-                "description": "Sends your text back, backwards.",
-                "tags": ["text", "python"],
-                "examples": ["stressed"],
-            },
-            {
-                "skill_id": "count",
-                "name": "Count",
-                "description": "Counts the words and characters of your text.",
-                "tags": ["text", "python"],
-                "examples": ["one two three"],
-            },
-            {
-                "skill_id": "countdown",
-                "name": "Countdown",
-                "description": "Streams a countdown from the number you send.",
-                "tags": ["streaming", "python"],
-                "examples": ["5"],
-            },
-            {
-                "skill_id": "story",
-                "name": "Story",
-                "description": "Streams a short story in five chunks, one every half second.",
-                "tags": ["streaming", "python"],
-                "examples": ["tell me a story"],
-            },
-            {
-                "skill_id": "picture",
-                "name": "Picture",
-                "description": "Answers with a small PNG image drawn by code.",
-                "tags": ["file", "image", "python"],
-                "examples": ["draw"],
-                "output_modes": ["image/png"],
-            },
+            skill("reverse", "Reverse", "Sends your text back, backwards.",
+                  ["text", "python"], ["stressed"]),
+            skill("count", "Count", "Counts the words and characters of your text.",
+                  ["text", "python"], ["one two three"]),
+            skill("countdown", "Countdown", "Streams a countdown from the number you send.",
+                  ["streaming", "python"], ["5"]),
+            skill("story", "Story", "Streams a short story in five chunks, one every half second.",
+                  ["streaming", "python"], ["tell me a story"]),
+            skill("picture", "Picture", "Answers with a small PNG image drawn by code.",
+                  ["file", "image", "python"], ["draw"], output_modes=["image/png"]),
         ],
     },
     {
@@ -168,13 +128,9 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "executor_kind": "orchestrator",
         "executor_settings": {"agents": ["echo", "toolbox"]},
         "skills": [
-            {
-                "skill_id": "fan-out",
-                "name": "Fan out",
-                "description": "Sends your text to other hosted agents and combines their results.",
-                "tags": ["orchestration", "demo"],
-                "examples": ["stressed"],
-            }
+            skill("fan-out", "Fan out",
+                  "Sends your text to other hosted agents and combines their results.",
+                  ["orchestration", "demo"], ["stressed"])
         ],
     },
     {
@@ -187,20 +143,20 @@ DEMO_AGENTS: list[dict[str, Any]] = [
         "oauth2": True,
         "access": "signed_in",
         "skills": [
-            {
-                "skill_id": "echo",
-                "name": "Echo",
-                "description": "Repeats text, files and data back to the caller.",
-                "tags": ["echo", "oauth2"],
-                "examples": ["Hello, securely!"],
-            }
+            skill("echo", "Echo", "Repeats text, files and data back to the caller.",
+                  ["echo", "oauth2"], ["Hello, securely!"])
         ],
     },
 ]
+# fmt: on
 
 
 ASSISTANT_SLUG = "assistant"
 ASSISTANT_DESCRIPTION = "A model with instructions, using the echo and toolbox agents as tools."
+ASSISTANT_SKILL = skill(
+    "chat", "Chat", "Answers questions, calling the echo and toolbox agents as tools.",
+    ["llm", "chat", "demo"], ["What can you do?", "Reverse the word stressed with your tools."],
+)  # fmt: skip
 ASSISTANT_NEEDS = (
     "Disabled: set LLM_BASE_URL and LLM_MODEL (LLM_API_KEY optional) and run seed_demo again."
 )
@@ -227,13 +183,5 @@ def assistant_agent(base_url: str, model: str) -> dict[str, Any]:
             "timeout": 60,
             "agents": ["echo", "toolbox"],
         },
-        "skills": [
-            {
-                "skill_id": "chat",
-                "name": "Chat",
-                "description": "Answers questions, calling the echo and toolbox agents as tools.",
-                "tags": ["llm", "chat", "demo"],
-                "examples": ["What can you do?", "Reverse the word stressed with your tools."],
-            }
-        ],
+        "skills": [ASSISTANT_SKILL],
     }

@@ -14,13 +14,8 @@ from django import forms
 from oauth2_provider.models import AbstractApplication
 
 # The grants whose users are sent back to a redirect URI: django-oauth-toolkit needs one.
-SENT_BACK = frozenset(
-    {
-        AbstractApplication.GRANT_AUTHORIZATION_CODE,
-        AbstractApplication.GRANT_IMPLICIT,
-        AbstractApplication.GRANT_OPENID_HYBRID,
-    }
-)
+SENT_BACK = {AbstractApplication.GRANT_AUTHORIZATION_CODE, AbstractApplication.GRANT_IMPLICIT,
+             AbstractApplication.GRANT_OPENID_HYBRID}  # fmt: skip
 NONE_GIVEN = "People are sent back to a redirect URI after they consent: give at least one."
 
 

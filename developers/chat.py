@@ -102,12 +102,8 @@ async def chat_send(request: HttpRequest, slug: str) -> HttpResponseBase:
         return JsonResponse({"ok": False, "error": {"message": problem}}, status=400)
     try:
         items = await start_turn(request, agent, session_of(user), params)
-    except LimitExceeded as exc:
-        return refusal(exc.error, exc.status)
-    except A2AError as exc:
-        return refusal(exc)
     except Exception as exc:
-        return refusal(internal_error(exc))
+        return refusal(exc)
     events = PageEvents(reverse("developers:chat-file", kwargs={"slug": agent.slug}))
     return event_stream(frames(detached(items), events.framing()))
 
@@ -143,19 +139,20 @@ async def chat_cancel(request: HttpRequest, slug: str) -> JsonResponse:
         call = await page_call(request, agent, session_of(user), sending=False)
         params = parse_params(method, {"id": request.POST.get("taskId", "")}, V1)
         task = await resolve(method.handler)(call, params)
-    except LimitExceeded as exc:
-        return refusal(exc.error, exc.status)
-    except A2AError as exc:
-        return refusal(exc)
     except Exception as exc:
-        return refusal(internal_error(exc))
+        return refusal(exc)
     events = PageEvents(reverse("developers:chat-file", kwargs={"slug": agent.slug}))
     return JsonResponse({"ok": True, "task": events.task(to_json(task))})
 
 
-def refusal(error: A2AError, status: int | None = None) -> JsonResponse:
+def refusal(exc: Exception) -> JsonResponse:
+    """What a page call that failed answers: the A2A error (a limit's, with its status), or
+    an internal error that names its reference."""
+    if isinstance(exc, LimitExceeded):
+        return JsonResponse({"ok": False, "error": error_object(exc.error, V1)}, status=exc.status)
+    error = exc if isinstance(exc, A2AError) else internal_error(exc)
     body = {"ok": False, "error": error_object(error, V1)}
-    return JsonResponse(body, status=status or REFUSAL_STATUS.get(type(error), 400))
+    return JsonResponse(body, status=REFUSAL_STATUS.get(type(error), 400))
 
 
 # -- files ----------------------------------------------------------------------------------
