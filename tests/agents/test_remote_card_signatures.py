@@ -17,14 +17,7 @@ from django.urls import reverse
 
 from agents.models import Agent
 from tests.factories.agent_forms import add_agent, agent_form
-from tests.factories.signed_cards import (
-    PUBLISHER,
-    STRANGER,
-    Site,
-    signed,
-    site,
-    tampered,
-)
+from tests.factories.signed_cards import PUBLISHER, STRANGER, Site, signed, site, tampered
 from tests.registry.conftest import CARD_V1
 
 pytestmark = pytest.mark.django_db

@@ -357,24 +357,6 @@ async def test_a_reply_streams_as_a_task_of_the_user(developer: User) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_a_chat_with_an_agent_over_its_rate_is_refused_with_429_naming_the_limit(
-    developer: User,
-) -> None:
-    # The page posts its form as multipart (FormData): the door's size check once read a body
-    # that was gone, and every chat with an agent that had a limit was an internal error.
-    await sync_to_async(owned)("mine", developer, requests_per_minute=1)
-    client = await signed_in(developer)
-    assert states(await chat(client, "mine", text="hi"))[-1] == "completed"
-
-    refused = await client.post(chat_url("mine", "send"), {"text": "again"})
-
-    assert refused.status_code == 429
-    assert "at most 1 requests per minute" in refused.json()["error"]["message"]
-    assert await Task.objects.acount() == 1
-
-
-@pytest.mark.anyio
-@pytest.mark.django_db(transaction=True)
 async def test_a_question_is_answered_in_the_same_task(developer: User) -> None:
     await sync_to_async(make_agent)("interview", executor_kind="interview")
     client = await signed_in(developer)
@@ -440,17 +422,26 @@ async def test_an_agent_that_does_not_stream_answers_in_one_event(developer: Use
     assert event["task"]["artifacts"][0]["parts"] == [{"text": "quiet"}]
 
 
+@pytest.mark.parametrize(
+    ("limit", "second", "status", "words"),
+    [
+        ({"requests_per_minute": 1}, "again", 429, "at most 1 requests per minute from you"),
+        ({"max_message_bytes": 2000}, "long " * 600, 413, "requests of at most 2000 bytes"),
+    ],
+)
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_a_chat_message_over_the_agents_size_is_refused_with_413_naming_the_limit(
-    developer: User,
+async def test_a_chat_over_an_agents_limit_is_refused_with_the_doors_status_and_words(
+    developer: User, limit: dict[str, int], second: str, status: int, words: str
 ) -> None:
-    await sync_to_async(owned)("mine", developer, max_message_bytes=2000)
+    # The page posts its form as multipart (FormData): the door's size check once read a body
+    # that was gone, and every chat with an agent that had a limit was an internal error.
+    await sync_to_async(owned)("mine", developer, **limit)
     client = await signed_in(developer)
-    assert states(await chat(client, "mine", text="short"))[-1] == "completed"
+    assert states(await chat(client, "mine", text="hi"))[-1] == "completed"
 
-    refused = await client.post(chat_url("mine", "send"), {"text": "long " * 600})
+    refused = await client.post(chat_url("mine", "send"), {"text": second})
 
-    assert refused.status_code == 413
-    assert "at most 2000 bytes" in refused.json()["error"]["message"]
+    assert refused.status_code == status
+    assert words in refused.json()["error"]["message"]
     assert await Task.objects.acount() == 1

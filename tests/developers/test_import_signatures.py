@@ -21,14 +21,7 @@ from django.urls import reverse
 
 from agents.models import Agent
 from tests.developers.test_settings_forms import page_data
-from tests.factories.signed_cards import (
-    PUBLISHER,
-    STRANGER,
-    Site,
-    signed,
-    site,
-    tampered,
-)
+from tests.factories.signed_cards import PUBLISHER, STRANGER, Site, signed, site, tampered
 from tests.registry.conftest import CARD_V1
 
 pytestmark = pytest.mark.django_db

@@ -19,15 +19,7 @@ import pytest
 from django.test import Client
 
 from agents.models import Agent
-from tests.factories.signed_cards import (
-    PUBLISHER,
-    STRANGER,
-    Site,
-    make_key,
-    signed,
-    site,
-    tampered,
-)
+from tests.factories.signed_cards import PUBLISHER, STRANGER, Site, make_key, signed, site, tampered
 from tests.registry.conftest import CARD_V1, Registrar
 
 pytestmark = pytest.mark.django_db
