@@ -79,9 +79,13 @@ async def enabled_chat_agent(request: HttpRequest, slug: str) -> tuple[User, Age
 def chat_page(request: HttpRequest, slug: str) -> HttpResponse:
     agent = chat_agent(request.user, slug)
     owner = agent.owner_id == request.user.pk
+    # The page declares no extension: an agent that requires one refuses every message.
+    required = [e.get("uri") for e in agent.declared_extensions() if e.get("required")]
     context = {
         "agent": agent,
         "owner": owner,
+        "required_extensions": required,
+        "closed": not agent.enabled or bool(required),
         "skills": list(agent.skills.all()),
         "principal": session_of(request.user).id,
         # The owner's list has every caller's tasks; anyone else's, their own.

@@ -202,6 +202,21 @@ def test_the_form_refuses_what_it_cannot_send(
     assert not Task.objects.exists()
 
 
+def test_the_page_says_an_agent_needs_an_extension_it_does_not_speak_and_sends_nothing(
+    dev_client: Client, developer: User
+) -> None:
+    uri = "urn:example:needed"
+    owned("mine", developer, extensions=[{"uri": uri, "required": True}])
+    page = dev_client.get(chat_url("mine")).content.decode()
+    assert 'id="chat-extensions"' in page and f"<code>{uri}</code>" in page
+    assert '<button type="submit" id="chat-send" disabled>' in page
+
+    # What the page would be told: the door's refusal, which names the extension.
+    refused = dev_client.post(chat_url("mine", "send"), {"text": "hi"})
+    assert uri in refused.json()["error"]["message"]
+    assert not Task.objects.exists()
+
+
 def test_chat_posts_are_protected_against_cross_site_requests(developer: User) -> None:
     agent = owned("mine", developer)
     task = asked(agent, principal(developer))

@@ -205,6 +205,19 @@ def test_an_agent_over_its_rate_says_so_in_the_chat(page: Page, hub: ChatHub) ->
     screenshot(page, "rate-limited")
 
 
+def test_an_agent_that_needs_an_extension_is_not_offered_a_message(
+    page: Page, hub: ChatHub
+) -> None:
+    page.goto(f"{hub.base}/dev/agents/tck-ext/chat/")
+
+    expect(page.locator("#chat-extensions")).to_contain_text(
+        "requires the extension urn:a2a:tck:required-extension, which this page does not speak"
+    )
+    expect(page.locator("#chat-send")).to_be_disabled()
+    expect(page.locator("#chat-text")).to_be_disabled()
+    screenshot(page, "needs-extension")
+
+
 def test_the_chat_shows_an_image_artifact(page: Page, hub: ChatHub) -> None:
     page.goto(f"{hub.base}/dev/agents/toolbox/chat/")
     page.select_option("#chat-skill", "picture")
