@@ -80,7 +80,7 @@ def chat_page(request: HttpRequest, slug: str) -> HttpResponse:
     agent = chat_agent(request.user, slug)
     owner = agent.owner_id == request.user.pk
     # The page declares no extension: an agent that requires one refuses every message.
-    required = [e.get("uri") for e in agent.declared_extensions() if e.get("required")]
+    required = door.required_extensions(agent)
     context = {
         "agent": agent,
         "owner": owner,

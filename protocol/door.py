@@ -232,13 +232,18 @@ def check_extensions(headers: Mapping[str, str], agent: Agent, sending: bool) ->
     raw = headers.get("A2A-Extensions") or headers.get("X-A2A-Extensions") or ""
     declared = frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
     if sending:
-        for ext in agent.declared_extensions():
-            if ext.get("required") and ext.get("uri") not in declared:
+        for uri in required_extensions(agent):
+            if uri not in declared:
                 raise ExtensionSupportRequiredError(
-                    f"This agent requires the extension {ext.get('uri')}; "
+                    f"This agent requires the extension {uri}; "
                     "declare it in the A2A-Extensions header."
                 )
     return declared
+
+
+def required_extensions(agent: Agent) -> list[str]:
+    """The URIs of the extensions a caller must declare to send to `agent`."""
+    return [str(ext.get("uri")) for ext in agent.declared_extensions() if ext.get("required")]
 
 
 def check_hops(request: Request) -> int:
